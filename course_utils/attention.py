@@ -1,0 +1,188 @@
+"""The attention family: one interface, five scorers, one masked softmax.
+
+Introduced in notebooks 03 (Bahdanau) and 04 (Luong's dot, general and concat; scaled dot as the bridge to
+Transformers). Every scorer maps a query and the encoder's keys to scores, `masked_softmax` turns scores into
+weights that are exactly zero on padding, and the context is the weighted sum of the keys:
+
+    query (B, Hq) or (B, T, Hq), keys (B, S, K), mask (B, S) -> context (B, [T,] K), weights (B, [T,] S)
+
+The (B, T, Hq) form scores all T decoder steps at once (Luong's fast path for teacher-forced training).
+Modules return their weights and never keep them as state, so one module serves any batch, beam or device.
+"""
+import math
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+ATTENTION_SCORES = ("bahdanau", "dot", "general", "concat", "scaled_dot")
+
+
+def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
+    """Softmax over the last axis that gives padded positions exactly zero weight.
+
+    scores (B, S) or (B, T, S) float; mask (B, S) bool, True on real tokens, at least one True per row.
+    Returns weights of the shape of `scores`: rows sum to 1, exactly 0 where mask is False (exp(-inf) = 0).
+    Introduced in notebook 03.
+    """
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be a bool tensor (True on real tokens), got {mask.dtype}; use src != PAD_ID")
+    if mask.dim() != 2 or scores.dim() not in (2, 3) or mask.shape != (scores.shape[0], scores.shape[-1]):
+        raise ValueError(f"scores must be (B, S) or (B, T, S) and mask (B, S); got scores {tuple(scores.shape)} and "
+                         f"mask {tuple(mask.shape)}: build the mask from the same padded batch as the keys")
+    if not bool(mask.any(dim=-1).all()):
+        raise ValueError("every mask row needs at least one True (a real token); an all-padding row has no "
+                         "softmax: drop empty sentences before batching")
+    if scores.dim() == 3:
+        mask = mask.unsqueeze(1)  # (B, 1, S): the same source mask for every decoder step
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (B, [T,] S)
+
+
+class AttentionOutput(NamedTuple):
+    """Result of one attention call. Introduced in notebook 03."""
+
+    context: Tensor  # (B, K) or (B, T, K): weighted sum of the keys
+    weights: Tensor  # (B, S) or (B, T, S): rows sum to 1, zero on pads
+
+
+class Attention(nn.Module):
+    """Base class: subclasses implement `score(query (B, T, Hq), keys (B, S, K), projected_keys) -> (B, T, S)`.
+
+    forward(query (B, Hq) or (B, T, Hq), keys (B, S, K), mask (B, S) bool, projected_keys=None) -> AttentionOutput.
+    `project_keys(keys)` is the per-sentence work a scorer can do once, before the decoder's steps (Bahdanau's
+    U k); the base class has none and returns None. Pass its result as `projected_keys` to skip recomputing it.
+    Introduced in notebook 03.
+    """
+
+    def project_keys(self, keys: Tensor) -> Tensor | None:
+        """Per-sentence precomputation on keys (B, S, K); None when the scorer has none."""
+        return None
+
+    def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
+        raise NotImplementedError
+
+    def forward(self, query: Tensor, keys: Tensor, mask: Tensor,
+                projected_keys: Tensor | None = None) -> AttentionOutput:
+        if query.dim() not in (2, 3) or keys.dim() != 3 or query.shape[0] != keys.shape[0]:
+            raise ValueError(f"query must be (B, Hq) or (B, T, Hq) and keys (B, S, K) with the same B; got query "
+                             f"{tuple(query.shape)} and keys {tuple(keys.shape)}: attention is batch-first")
+        one_step = query.dim() == 2
+        if one_step:
+            query = query.unsqueeze(1)  # (B, 1, Hq)
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)  # (B, S, A) or None
+        scores = self.score(query, keys, projected_keys)  # (B, T, S)
+        weights = masked_softmax(scores, mask)  # (B, T, S)
+        context = torch.bmm(weights, keys)  # (B, T, K)
+        if one_step:
+            context, weights = context.squeeze(1), weights.squeeze(1)  # (B, K), (B, S)
+        return AttentionOutput(context, weights)
+
+
+class BahdanauAttention(Attention):
+    """Additive attention (Bahdanau et al., 2015): score(q, k) = v^T tanh(W q + U k).
+
+    U k does not depend on the decoder step, so `project_keys` computes it once per sentence (B, S, A); the decoder
+    keeps it in its Memory. No biases, as in the paper. Introduced in notebook 03.
+    """
+
+    def __init__(self, query_size: int, key_size: int, attention_size: int):
+        super().__init__()
+        self.query_layer = nn.Linear(query_size, attention_size, bias=False)  # W
+        self.key_layer = nn.Linear(key_size, attention_size, bias=False)  # U
+        self.energy_layer = nn.Linear(attention_size, 1, bias=False)  # v
+
+    def project_keys(self, keys: Tensor) -> Tensor:
+        return self.key_layer(keys)  # (B, S, A)
+
+    def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
+        projected_query = self.query_layer(query)  # (B, T, A)
+        energies = torch.tanh(projected_query.unsqueeze(2) + projected_keys.unsqueeze(1))  # (B, T, S, A)
+        return self.energy_layer(energies).squeeze(-1)  # (B, T, S)
+
+
+def _check_same_size(name: str, query: Tensor, keys: Tensor) -> None:
+    if query.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"{name} attention needs query size == key size, got {query.shape[-1]} and "
+                         f"{keys.shape[-1]}: use 'general' (q^T W k), or make the decoder's hidden size match the "
+                         "keys (a bidirectional encoder doubles them)")
+
+
+class DotAttention(Attention):
+    """Luong dot attention: score(q, k) = q^T k. No parameters; needs Hq == K. Introduced in notebook 04."""
+
+    def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
+        _check_same_size("dot", query, keys)
+        return torch.bmm(query, keys.transpose(1, 2))  # (B, T, S)
+
+
+class ScaledDotAttention(Attention):
+    """Scaled dot-product attention (Vaswani et al., 2017): score(q, k) = q^T k / sqrt(K).
+
+    With one head and keys as values this is torch.nn.functional.scaled_dot_product_attention. Introduced in
+    notebook 04.
+    """
+
+    def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
+        _check_same_size("scaled_dot", query, keys)
+        return torch.bmm(query, keys.transpose(1, 2)) / math.sqrt(keys.shape[-1])  # (B, T, S)
+
+
+class GeneralAttention(Attention):
+    """Luong general attention: score(q, k) = q^T W k, with W of shape (Hq, K) (`linear.weight` is W^T).
+
+    Computed as (W^T q)^T k: one projection of the query per step. Introduced in notebook 04.
+    """
+
+    def __init__(self, query_size: int, key_size: int):
+        super().__init__()
+        self.linear = nn.Linear(query_size, key_size, bias=False)
+
+    def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
+        projected_query = self.linear(query)  # (B, T, K)
+        return torch.bmm(projected_query, keys.transpose(1, 2))  # (B, T, S)
+
+
+class ConcatAttention(Attention):
+    """Luong concat attention: score(q, k) = v^T tanh(W [q; k]), a true concatenation of query and key.
+
+    Splitting W = [W_q W_k] shows W [q; k] = W_q q + W_k k, Bahdanau's form; the code keeps the literal
+    concatenation so it reads like the paper. A widely read article instead computes tanh(W (q + k)) (one W on
+    the sum, which also forces Hq == K) and draws v from an uninitialised torch.FloatTensor; here v is an
+    nn.Linear with PyTorch's default (bounded uniform) initialisation. Introduced in notebook 04.
+    """
+
+    def __init__(self, query_size: int, key_size: int, attention_size: int):
+        super().__init__()
+        self.linear = nn.Linear(query_size + key_size, attention_size, bias=False)  # W
+        self.energy_layer = nn.Linear(attention_size, 1, bias=False)  # v
+
+    def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
+        steps, source_length = query.shape[1], keys.shape[1]
+        queries = query.unsqueeze(2).expand(-1, -1, source_length, -1)  # (B, T, S, Hq)
+        keys = keys.unsqueeze(1).expand(-1, steps, -1, -1)  # (B, T, S, K)
+        energies = torch.tanh(self.linear(torch.cat([queries, keys], dim=-1)))  # (B, T, S, A)
+        return self.energy_layer(energies).squeeze(-1)  # (B, T, S)
+
+
+def make_attention(kind: str, query_size: int, key_size: int, attention_size: int | None = None) -> Attention:
+    """Build a scorer by name: one of ATTENTION_SCORES ("bahdanau", "dot", "general", "concat", "scaled_dot").
+
+    query_size Hq (the decoder's hidden size), key_size K (the encoder's key size), attention_size A for the
+    additive scorers (defaults to query_size). Introduced in notebook 04.
+    """
+    attention_size = attention_size or query_size
+    if kind in ("dot", "scaled_dot") and query_size != key_size:
+        raise ValueError(f"{kind!r} attention needs query_size == key_size, got {query_size} and {key_size}: use "
+                         "'general', or a unidirectional encoder whose hidden size equals the decoder's")
+    if kind == "bahdanau":
+        return BahdanauAttention(query_size, key_size, attention_size)
+    if kind == "dot":
+        return DotAttention()
+    if kind == "general":
+        return GeneralAttention(query_size, key_size)
+    if kind == "concat":
+        return ConcatAttention(query_size, key_size, attention_size)
+    if kind == "scaled_dot":
+        return ScaledDotAttention()
+    raise ValueError(f"unknown attention kind {kind!r}: choose one of {', '.join(ATTENTION_SCORES)}")

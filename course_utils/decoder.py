@@ -1,0 +1,308 @@
+"""Decoders: one target word per step, with or without attention over the encoder's keys.
+
+Introduced in notebooks 03 and 04. Every decoder shares one step interface, so teacher-forced training, greedy
+search and beam search work for all of them:
+
+    memory = decoder.prepare_memory(keys (B, S, K), mask (B, S))   # once per sentence
+    state = decoder.init_state(encoder_final (B, H))
+    out = decoder.step(prev_tokens (B,), state, memory)           # -> log_probs (B, V), state, weights (B, S)
+    out = decoder(tgt_in (B, T), state, memory, teacher_forcing_ratio)  # all T steps -> (B, T, V), (B, T, S)
+
+The four decoders: DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's
+location-based exhibit), BahdanauDecoder (attend, then step) and LuongDecoder (step, then attend).
+"""
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from course_utils.attention import BahdanauAttention, make_attention
+from course_utils.data import MAX_LENGTH, PAD_ID
+
+
+class Memory(NamedTuple):
+    """What the decoder attends to, prepared once per sentence. Introduced in notebook 03."""
+
+    keys: Tensor  # (B, S, K) encoder outputs
+    mask: Tensor  # (B, S) bool, True on real source tokens
+    projected_keys: Tensor | None  # (B, S, A) Bahdanau's U k, projected once per sentence; None for other decoders
+
+    def index_select(self, index: Tensor) -> "Memory":
+        """Pick or repeat batch rows, index (N,) long -> Memory with batch N (beam search)."""
+        projected = None if self.projected_keys is None else self.projected_keys.index_select(0, index)  # (N, S, A)
+        return Memory(self.keys.index_select(0, index), self.mask.index_select(0, index), projected)  # (N, S, K)
+
+
+class DecoderState(NamedTuple):
+    """The decoder's recurrent state between steps. Introduced in notebook 03."""
+
+    hidden: Tensor  # (B, H) GRU state
+    input_feed: Tensor | None  # (B, H) Luong's previous attentional state when input feeding, else None
+
+    def index_select(self, index: Tensor) -> "DecoderState":
+        """Pick or repeat batch rows, index (N,) long -> DecoderState with batch N (beam search)."""
+        feed = None if self.input_feed is None else self.input_feed.index_select(0, index)  # (N, H)
+        return DecoderState(self.hidden.index_select(0, index), feed)  # (N, H)
+
+
+class StepOutput(NamedTuple):
+    """One decoder step. Introduced in notebook 03."""
+
+    log_probs: Tensor  # (B, V)
+    state: DecoderState
+    weights: Tensor | None  # (B, S) attention weights; (B, max_length) for AttnDecoderRNN; None without attention
+
+
+class DecoderOutput(NamedTuple):
+    """All T steps of a decoder. Introduced in notebook 03."""
+
+    log_probs: Tensor  # (B, T, V)
+    weights: Tensor | None  # (B, T, S); (B, T, max_length) for AttnDecoderRNN; None without attention
+    state: DecoderState  # after the last step
+
+
+class Decoder(nn.Module):
+    """Shared machinery: input checks, the default memory/state, and the teacher-forced step loop.
+
+    Subclasses set hidden_size, key_size, output_size (V) and implement `step`. Introduced in notebook 03.
+    """
+
+    hidden_size: int
+    key_size: int
+    output_size: int
+
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
+        """keys (B, S, K) encoder outputs, mask (B, S) bool -> Memory (nothing precomputed by default)."""
+        self._check_memory(keys, mask)
+        return Memory(keys, mask, None)
+
+    def init_state(self, encoder_final: Tensor) -> DecoderState:
+        """encoder_final (B, H) -> the state before the first step."""
+        if encoder_final.dim() != 2 or encoder_final.shape[1] != self.hidden_size:
+            raise ValueError(f"encoder_final must be (B, H={self.hidden_size}), got {tuple(encoder_final.shape)}: "
+                             "build the encoder with decoder_hidden_size equal to the decoder's hidden_size")
+        return DecoderState(encoder_final, None)
+
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+        raise NotImplementedError
+
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
+                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+        """Run T steps. tgt_in (B, T) long starts with SOS (Seq2Seq prepends it) -> DecoderOutput.
+
+        Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip (torch.rand, so the global
+        seed decides) chooses, for the whole batch, the gold token tgt_in[:, t] with probability
+        `teacher_forcing_ratio`, else the decoder's own argmax from the previous step. Ratio 1.0 and 0.0 draw no
+        random numbers.
+        """
+        return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
+
+    def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
+                     teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+        """The plain step loop behind `forward` (see there); LuongDecoder's fast path is tested against it."""
+        self._check_target(tgt_in, teacher_forcing_ratio)
+        log_probs, weights = [], []
+        prev_tokens = tgt_in[:, 0]  # (B,)
+        for t in range(tgt_in.shape[1]):
+            if t > 0:
+                use_gold = teacher_forcing_ratio >= 1.0 or (
+                    teacher_forcing_ratio > 0.0 and torch.rand(()).item() < teacher_forcing_ratio)
+                prev_tokens = tgt_in[:, t] if use_gold else log_probs[-1].argmax(dim=-1)  # (B,)
+            out = self.step(prev_tokens, state, memory)
+            state = out.state
+            log_probs.append(out.log_probs)
+            weights.append(out.weights)
+        stacked_weights = None if weights[0] is None else torch.stack(weights, dim=1)  # (B, T, S)
+        return DecoderOutput(torch.stack(log_probs, dim=1), stacked_weights, state)  # (B, T, V)
+
+    @staticmethod
+    def _check_target(tgt_in: Tensor, teacher_forcing_ratio: float) -> None:
+        if tgt_in.dim() != 2 or tgt_in.dtype != torch.long or tgt_in.shape[1] == 0:
+            raise ValueError(f"tgt_in must be a non-empty (B, T) LongTensor starting with SOS, got shape "
+                             f"{tuple(tgt_in.shape)} and dtype {tgt_in.dtype}")
+        if not 0.0 <= teacher_forcing_ratio <= 1.0:
+            raise ValueError(f"teacher_forcing_ratio must lie in [0, 1], got {teacher_forcing_ratio}")
+
+    def _check_memory(self, keys: Tensor, mask: Tensor) -> None:
+        if keys.dim() != 3 or keys.shape[2] != self.key_size:
+            raise ValueError(f"keys must be (B, S, K={self.key_size}), got {tuple(keys.shape)}: pass the encoder's "
+                             "outputs and build the decoder with key_size = encoder.key_size")
+        if mask.dtype != torch.bool or mask.shape != keys.shape[:2]:
+            raise ValueError(f"mask must be a (B, S) = {tuple(keys.shape[:2])} bool tensor, got "
+                             f"{tuple(mask.shape)} {mask.dtype}: True on real tokens, e.g. src != PAD_ID")
+
+    def _gru_step(self, rnn_input: Tensor, hidden: Tensor) -> Tensor:
+        """One GRU step: rnn_input (B, I), hidden (B, H) -> new hidden (B, H)."""
+        _, new_hidden = self.gru(rnn_input.unsqueeze(1), hidden.unsqueeze(0))  # (1, B, H)
+        return new_hidden.squeeze(0)  # (B, H)
+
+
+class DecoderRNN(Decoder):
+    """Decoder without attention: the encoder's final state is all it knows of the source (Cho et al., 2014).
+
+    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax. The memory is accepted and ignored,
+    so the model plugs into the same training and search code; weights are None. (The 2017 tutorial also put a
+    ReLU on the embedding; this baseline leaves it out.) Introduced in notebook 03.
+    """
+
+    def __init__(self, embedding_size: int, hidden_size: int, output_size: int, dropout: float = 0.1,
+                 key_size: int | None = None):
+        super().__init__()
+        self.hidden_size, self.output_size = hidden_size, output_size
+        self.key_size = key_size or hidden_size  # only checked, never read
+        self.embedding = nn.Embedding(output_size, embedding_size, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(dropout)
+        self.gru = nn.GRU(embedding_size, hidden_size, batch_first=True)
+        self.out = nn.Linear(hidden_size, output_size)
+
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+        embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
+        hidden = self._gru_step(embedded, state.hidden)  # (B, H)
+        log_probs = F.log_softmax(self.out(self.dropout(hidden)), dim=-1)  # (B, V)
+        return StepOutput(log_probs, DecoderState(hidden, None), None)
+
+
+class AttnDecoderRNN(Decoder):
+    """The 2017 PyTorch tutorial's attention decoder, kept as an exhibit of "location-based" attention.
+
+    weights = softmax(Linear(2H, max_length)([embedded; hidden])): the scores come from the current word and
+    state only, one per *slot* 0..max_length-1, never from the encoder outputs. They are then applied (bmm) to the
+    encoder outputs zero-padded to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU, whose state
+    gives the output. Consequences the tests pin down: changing the encoder outputs does not change the weights,
+    sentences longer than max_length (MAX_LENGTH) cannot be attended to at all, and nothing masks the padding.
+
+    Its weights are therefore (B, max_length), not (B, S): a softmax over all max_length slots, with the mass on
+    slots >= the sentence's length multiplying zeros. The embedding size is the hidden size, as in the tutorial.
+    `key_size` (default hidden_size) lets it follow a bidirectional encoder. Introduced in notebook 03.
+    """
+
+    def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = MAX_LENGTH,
+                 key_size: int | None = None):
+        super().__init__()
+        self.hidden_size, self.output_size, self.max_length = hidden_size, output_size, max_length
+        self.key_size = key_size or hidden_size
+        self.embedding = nn.Embedding(output_size, hidden_size, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(dropout)
+        self.attn = nn.Linear(2 * hidden_size, max_length)
+        self.attn_combine = nn.Linear(hidden_size + self.key_size, hidden_size)
+        self.gru = nn.GRU(hidden_size, hidden_size, batch_first=True)
+        self.out = nn.Linear(hidden_size, output_size)
+
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
+        """Zero-pad keys (B, S, K) to (B, max_length, K), as the tutorial's encoder_outputs buffer does."""
+        self._check_memory(keys, mask)
+        source_length = keys.shape[1]
+        if source_length > self.max_length:
+            raise ValueError(
+                f"AttnDecoderRNN has one attention slot per position up to max_length={self.max_length} "
+                f"(MAX_LENGTH), but the source has S={source_length} positions: filter sentences to MAX_LENGTH, or "
+                "build it with a larger max_length (this hard limit is what the exhibit shows)")
+        padding = self.max_length - source_length
+        keys = F.pad(keys, (0, 0, 0, padding))  # (B, max_length, K)
+        mask = F.pad(mask, (0, padding), value=False)  # (B, max_length)
+        return Memory(keys, mask, None)
+
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+        embedded = self.dropout(self.embedding(prev_tokens))  # (B, H)
+        scores = self.attn(torch.cat([embedded, state.hidden], dim=-1))  # (B, max_length)
+        weights = torch.softmax(scores, dim=-1)  # (B, max_length): no mask, no look at the keys
+        context = torch.bmm(weights.unsqueeze(1), memory.keys).squeeze(1)  # (B, K)
+        rnn_input = F.relu(self.attn_combine(torch.cat([embedded, context], dim=-1)))  # (B, H)
+        hidden = self._gru_step(rnn_input, state.hidden)  # (B, H)
+        log_probs = F.log_softmax(self.out(hidden), dim=-1)  # (B, V)
+        return StepOutput(log_probs, DecoderState(hidden, None), weights)
+
+
+class BahdanauDecoder(Decoder):
+    """Bahdanau et al. (2015): attend with the previous state, then step the GRU on [embedding; context].
+
+    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1});
+    output: t_i = tanh(W_o [s_i; c_i; E y_{i-1}]) (a tanh layer in place of the paper's maxout "deep output"),
+    then log_softmax(Linear(H, V)(dropout(t_i))). The keys' projection U k is computed once per sentence in
+    `prepare_memory`. attention_size A defaults to hidden_size. Introduced in notebook 03.
+    """
+
+    def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int, dropout: float = 0.1,
+                 attention_size: int | None = None):
+        super().__init__()
+        self.hidden_size, self.key_size, self.output_size = hidden_size, key_size, output_size
+        self.embedding = nn.Embedding(output_size, embedding_size, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(dropout)
+        self.attention = BahdanauAttention(hidden_size, key_size, attention_size or hidden_size)
+        self.gru = nn.GRU(embedding_size + key_size, hidden_size, batch_first=True)
+        self.pre_output = nn.Linear(hidden_size + key_size + embedding_size, hidden_size, bias=False)
+        self.out = nn.Linear(hidden_size, output_size)
+
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
+        """keys (B, S, K), mask (B, S) -> Memory with projected_keys = U k (B, S, A), computed once."""
+        self._check_memory(keys, mask)
+        return Memory(keys, mask, self.attention.project_keys(keys))  # projected: (B, S, A)
+
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+        embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
+        previous = state.hidden  # (B, H): Bahdanau attends with the state *before* this step
+        context, weights = self.attention(previous, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
+        hidden = self._gru_step(torch.cat([embedded, context], dim=-1), state.hidden)  # (B, H)
+        pre_output = torch.tanh(self.pre_output(torch.cat([hidden, context, embedded], dim=-1)))  # (B, H)
+        log_probs = F.log_softmax(self.out(self.dropout(pre_output)), dim=-1)  # (B, V)
+        return StepOutput(log_probs, DecoderState(hidden, None), weights)
+
+
+class LuongDecoder(Decoder):
+    """Luong et al. (2015): step the GRU, then attend with the *current* state.
+
+    Per step: h_t = GRU(E y_{t-1} [; h~_{t-1} with input feeding], h_{t-1}); c_t = attention(h_t, keys);
+    attentional state h~_t = tanh(W_c [c_t; h_t]); log_softmax(Linear(H, V)(dropout(h~_t))).
+    score: "dot", "general" (default), "concat", "scaled_dot" (or "bahdanau" for an additive score).
+    input_feeding: feed h~_{t-1} into the next GRU step (the state then carries it as `input_feed`).
+
+    Fast path: without input feeding and with teacher_forcing_ratio == 1.0 no step depends on the previous
+    step's attention, so `forward` runs the GRU over the whole target in one call and attends for all T steps at
+    once; it equals the step loop (`decode_steps`) up to float rounding. Introduced in notebook 04.
+    """
+
+    def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int,
+                 score: str = "general", dropout: float = 0.1, input_feeding: bool = False):
+        super().__init__()
+        self.hidden_size, self.key_size, self.output_size = hidden_size, key_size, output_size
+        self.score, self.input_feeding = score, input_feeding
+        self.embedding = nn.Embedding(output_size, embedding_size, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(dropout)
+        self.gru = nn.GRU(embedding_size + (hidden_size if input_feeding else 0), hidden_size, batch_first=True)
+        self.attention = make_attention(score, hidden_size, key_size, attention_size=hidden_size)
+        self.combine = nn.Linear(key_size + hidden_size, hidden_size, bias=False)  # W_c
+        self.out = nn.Linear(hidden_size, output_size)
+
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
+        """keys (B, S, K), mask (B, S) -> Memory (with the scorer's per-sentence projection, if it has one)."""
+        self._check_memory(keys, mask)
+        return Memory(keys, mask, self.attention.project_keys(keys))
+
+    def init_state(self, encoder_final: Tensor) -> DecoderState:
+        """encoder_final (B, H) -> state; with input feeding h~_0 starts as zeros (B, H)."""
+        state = super().init_state(encoder_final)
+        return state._replace(input_feed=torch.zeros_like(encoder_final) if self.input_feeding else None)
+
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+        embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
+        rnn_input = torch.cat([embedded, state.input_feed], dim=-1) if self.input_feeding else embedded  # (B, E[+H])
+        hidden = self._gru_step(rnn_input, state.hidden)  # (B, H)
+        context, weights = self.attention(hidden, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
+        attentional = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))  # (B, H)
+        log_probs = F.log_softmax(self.out(self.dropout(attentional)), dim=-1)  # (B, V)
+        return StepOutput(log_probs, DecoderState(hidden, attentional if self.input_feeding else None), weights)
+
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
+                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+        """All T steps; the fast path when there is no input feeding and teacher_forcing_ratio == 1.0."""
+        self._check_target(tgt_in, teacher_forcing_ratio)
+        if self.input_feeding or teacher_forcing_ratio != 1.0:
+            return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
+        embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E)
+        outputs, hidden = self.gru(embedded, state.hidden.unsqueeze(0))  # (B, T, H), (1, B, H)
+        context, weights = self.attention(outputs, memory.keys, memory.mask,
+                                          memory.projected_keys)  # (B, T, K), (B, T, S): all steps at once
+        attentional = torch.tanh(self.combine(torch.cat([context, outputs], dim=-1)))  # (B, T, H)
+        log_probs = F.log_softmax(self.out(self.dropout(attentional)), dim=-1)  # (B, T, V)
+        return DecoderOutput(log_probs, weights, DecoderState(hidden.squeeze(0), None))  # weights: (B, T, S)

@@ -1,0 +1,123 @@
+"""Seq2Seq: the encoder and one of the decoders, built from a ModelConfig.
+
+Introduced in notebook 03 (assembled) and 05 (trained). `config.attention` picks the decoder:
+"none" -> DecoderRNN, "location" -> AttnDecoderRNN (2017 exhibit), "bahdanau" -> BahdanauDecoder,
+"dot" | "general" | "concat" | "scaled_dot" -> LuongDecoder with that score.
+"""
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from course_utils.attention import ATTENTION_SCORES
+from course_utils.data import MAX_LENGTH, SOS_ID
+from course_utils.decoder import (AttnDecoderRNN, BahdanauDecoder, Decoder, DecoderRNN, DecoderState, LuongDecoder,
+                                  Memory)
+from course_utils.encoder import EncoderRNN
+
+ATTENTION_KINDS = ("none", "bahdanau", "dot", "general", "concat", "scaled_dot", "location")
+
+
+@dataclass
+class ModelConfig:
+    """Everything needed to rebuild a Seq2Seq (checkpoints store it as a plain dict). Introduced in notebook 03."""
+
+    src_vocab_size: int  # V_src: size of the source (French) vocabulary, special tokens included
+    tgt_vocab_size: int  # V: size of the target (English) vocabulary, special tokens included
+    attention: str = "bahdanau"  # none | bahdanau | dot | general | concat | scaled_dot | location
+    embedding_size: int = 256  # E for both embeddings (the location exhibit uses hidden_size, as the tutorial)
+    hidden_size: int = 256  # H of the decoder GRU, and of each encoder direction
+    bidirectional: bool = False  # bidirectional encoder: keys become 2H, a tanh bridge maps 2H -> H
+    dropout: float = 0.1  # dropout probability on embeddings and before the output layer
+    input_feeding: bool = False  # Luong decoders only: feed the previous attentional state into the GRU
+    max_length: int = MAX_LENGTH  # location only: the number of attention slots (longest source it can read)
+
+    def __post_init__(self):
+        if self.attention not in ATTENTION_KINDS:
+            raise ValueError(f"unknown attention {self.attention!r}: choose one of {', '.join(ATTENTION_KINDS)}")
+        sizes = dict(src_vocab_size=self.src_vocab_size, tgt_vocab_size=self.tgt_vocab_size,
+                     embedding_size=self.embedding_size, hidden_size=self.hidden_size, max_length=self.max_length)
+        for name, value in sizes.items():
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
+        if self.input_feeding and self.attention not in ("dot", "general", "concat", "scaled_dot"):
+            raise ValueError(f"input_feeding is a Luong decoder option (dot, general, concat, scaled_dot); "
+                             f"attention={self.attention!r} has none: set input_feeding=False")
+        if self.bidirectional and self.attention in ("dot", "scaled_dot"):
+            raise ValueError(f"{self.attention!r} attention needs keys of the decoder's size H, but a bidirectional "
+                             "encoder gives 2H: use 'general' or bidirectional=False")
+
+
+class Seq2SeqOutput(NamedTuple):
+    """The model's forward result. Introduced in notebook 03."""
+
+    log_probs: Tensor  # (B, T, V)
+    attention: Tensor | None  # (B, T, S); (B, T, max_length) for "location"; None for "none"
+
+
+def build_decoder(config: ModelConfig, key_size: int) -> Decoder:
+    """The decoder that `config.attention` names, reading keys of size `key_size`. Introduced in notebook 03."""
+    c = config
+    if c.attention == "none":
+        return DecoderRNN(c.embedding_size, c.hidden_size, c.tgt_vocab_size, c.dropout, key_size=key_size)
+    if c.attention == "location":
+        return AttnDecoderRNN(c.hidden_size, c.tgt_vocab_size, c.dropout, c.max_length, key_size=key_size)
+    if c.attention == "bahdanau":
+        return BahdanauDecoder(c.embedding_size, c.hidden_size, key_size, c.tgt_vocab_size, c.dropout)
+    assert c.attention in ATTENTION_SCORES
+    return LuongDecoder(c.embedding_size, c.hidden_size, key_size, c.tgt_vocab_size, score=c.attention,
+                        dropout=c.dropout, input_feeding=c.input_feeding)
+
+
+class Seq2Seq(nn.Module):
+    """Encoder + decoder. Attributes: config, encoder, decoder.
+
+    encode(src (B, S), src_lengths (B,)) -> (Memory, DecoderState): what greedy and beam search start from.
+    forward(src (B, S), src_lengths (B,), tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput:
+        the decoder reads SOS + tgt[:, :-1] and predicts tgt; teacher forcing is decided per step, once for the
+        whole batch (see Decoder.forward). Inputs must be on the parameters' device (src_lengths may stay on CPU).
+    Introduced in notebook 03.
+    """
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.config = config
+        self.encoder = EncoderRNN(config.src_vocab_size, config.embedding_size, config.hidden_size,
+                                  config.bidirectional, config.dropout, decoder_hidden_size=config.hidden_size)
+        self.decoder = build_decoder(config, self.encoder.key_size)
+
+    @property
+    def device(self) -> torch.device:
+        return self.encoder.embedding.weight.device
+
+    def _check_device(self, name: str, tensor: Tensor) -> None:
+        if tensor.device != self.device:
+            raise ValueError(f"{name} is on {tensor.device} but the model is on {self.device}: move the batch "
+                             "first (batch.to(device)) or the model (model.to(device))")
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
+        """src (B, S), src_lengths (B,) -> (Memory with keys (B, S, K) and mask (B, S), initial DecoderState)."""
+        self._check_device("src", src)
+        encoded = self.encoder(src, src_lengths)
+        positions = torch.arange(src.shape[1], device=src.device)  # (S,)
+        mask = positions.unsqueeze(0) < src_lengths.to(src.device).unsqueeze(1)  # (B, S) True on real tokens
+        return self.decoder.prepare_memory(encoded.outputs, mask), self.decoder.init_state(encoded.final)
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,
+                teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput:
+        self._check_device("tgt", tgt)
+        if tgt.dim() != 2 or tgt.shape[0] != src.shape[0]:
+            raise ValueError(f"tgt must be (B, T) with B = {src.shape[0]} like src, got {tuple(tgt.shape)}")
+        memory, state = self.encode(src, src_lengths)
+        sos = torch.full_like(tgt[:, :1], SOS_ID)  # (B, 1)
+        tgt_in = torch.cat([sos, tgt[:, :-1]], dim=1)  # (B, T): SOS, then the gold words shifted right
+        decoded = self.decoder(tgt_in, state, memory, teacher_forcing_ratio)
+        return Seq2SeqOutput(decoded.log_probs, decoded.weights)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters. Introduced in notebook 03."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

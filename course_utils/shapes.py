@@ -1,0 +1,131 @@
+"""The shape tracer: run one forward pass and list every submodule call with its input and output shapes.
+
+Introduced in notebook 02 and used through 04 to "inspect every step's shapes":
+
+    trace = trace_shapes(model, batch.src, batch.src_lengths, batch.tgt)
+    trace                 # a table in a notebook (_repr_html_)
+    print(trace)          # the same table as plain text
+    trace.first_calls()   # only the first call of each module (a decoder runs its layers once per step)
+"""
+import html
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import PackedSequence
+
+COLUMNS = ("module", "type", "call", "inputs", "outputs")
+
+
+def describe_shapes(value: Any) -> str:
+    """A short text for the shapes inside `value`: tensors as (2, 5), PackedSequence, NamedTuple fields,
+    tuples/lists, dicts, None; other objects by repr (numbers, strings) or type name. Introduced in notebook 02."""
+    if isinstance(value, Tensor):
+        return str(tuple(value.shape))
+    if isinstance(value, PackedSequence):
+        return f"PackedSequence(data={tuple(value.data.shape)}, batch_sizes={tuple(value.batch_sizes.shape)})"
+    if value is None:
+        return "None"
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # NamedTuple
+        fields = ", ".join(f"{name}={describe_shapes(item)}" for name, item in zip(value._fields, value, strict=True))
+        return f"{type(value).__name__}({fields})"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(describe_shapes(item) for item in value)
+        return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key}={describe_shapes(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, (bool, int, float, str)):
+        return repr(value)
+    return type(value).__name__
+
+
+class ShapeRow(NamedTuple):
+    """One submodule call. Introduced in notebook 02."""
+
+    name: str  # dotted module name, e.g. "decoder.attention.query_layer"; "(model)" for the root
+    type: str  # class name, e.g. "Linear"
+    call: int  # 0 for the module's first call, 1 for its second (decoders call their layers once per step) ...
+    depth: int  # nesting depth (0 = root), for indentation
+    inputs: str  # shapes of the positional and keyword inputs, e.g. "(2, 5), (2,)"
+    outputs: str  # shapes of the output
+
+
+class ShapeTrace:
+    """The rows of one traced forward pass, in call order (parents before children), and the model's output.
+
+    `str(trace)` is a plain-text table; notebooks render `_repr_html_`. Introduced in notebook 02.
+    """
+
+    def __init__(self, rows: list[ShapeRow], output: Any = None):
+        self.rows = rows
+        self.output = output
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def first_calls(self) -> "ShapeTrace":
+        """Only each module's first call: one decoder step instead of T."""
+        return ShapeTrace([row for row in self.rows if row.call == 0], self.output)
+
+    def _cells(self, row: ShapeRow) -> tuple[str, ...]:
+        return ("  " * row.depth + row.name, row.type, str(row.call), row.inputs, row.outputs)
+
+    def __str__(self) -> str:
+        table = [COLUMNS] + [self._cells(row) for row in self.rows]
+        widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+        table.insert(1, tuple("-" * width for width in widths))
+        lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)) for line in table]
+        return "\n".join(line.rstrip() for line in lines)
+
+    def __repr__(self) -> str:
+        return f"ShapeTrace({len(self.rows)} calls)\n{self}"
+
+    def _repr_html_(self) -> str:
+        header = "".join(f"<th style='text-align:left'>{name}</th>" for name in COLUMNS)
+        body = []
+        for row in self.rows:
+            name = f"<td style='text-align:left;padding-left:{0.5 + 1.5 * row.depth}em'>{html.escape(row.name)}</td>"
+            rest = "".join(f"<td style='text-align:left'><code>{html.escape(cell)}</code></td>"
+                           for cell in self._cells(row)[1:])
+            body.append(f"<tr>{name}{rest}</tr>")
+        return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def trace_shapes(model: nn.Module, *args, **kwargs) -> ShapeTrace:
+    """Call `model(*args, **kwargs)` under torch.no_grad() with hooks on every module (the model included) and
+    return a ShapeTrace: one row per call with the module's name, type, call number, input and output shapes.
+    The hooks are removed afterwards, also when the forward pass raises. Introduced in notebook 02.
+    """
+    rows: list[ShapeRow] = []
+    open_calls: list[int] = []  # row indices of the calls currently running (a stack)
+    call_counts: dict[str, int] = {}
+    handles = []
+
+    def make_hooks(name: str):
+        def before(module, inputs, kw):
+            call = call_counts.get(name, 0)
+            call_counts[name] = call + 1
+            described = ", ".join([describe_shapes(x) for x in inputs] +
+                                  [f"{key}={describe_shapes(x)}" for key, x in kw.items()])
+            rows.append(ShapeRow(name, type(module).__name__, call, len(open_calls), described, ""))
+            open_calls.append(len(rows) - 1)
+
+        def after(module, inputs, kw, output):
+            index = open_calls.pop()
+            rows[index] = rows[index]._replace(outputs=describe_shapes(output))
+        return before, after
+
+    try:
+        for name, module in model.named_modules():
+            before, after = make_hooks(name or "(model)")
+            handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+            handles.append(module.register_forward_hook(after, with_kwargs=True))
+        with torch.no_grad():
+            output = model(*args, **kwargs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return ShapeTrace(rows, output)
