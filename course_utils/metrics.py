@@ -1,0 +1,145 @@
+"""Scores for translations and statistics for attention maps.
+
+Two kinds of numbers live here:
+
+* corpus-level translation quality with sacreBLEU (BLEU and chrF, with the signature string that says exactly
+  how they were computed, so numbers from different runs can be compared honestly);
+* two statistics that help read an attention heatmap: how spread out each row is (entropy) and how far the
+  whole map is from a monotone, left-to-right alignment (diagonal deviation).
+
+Introduced in notebook 05 (scores) and notebook 06 (attention statistics).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import numpy as np
+import torch
+from sacrebleu.metrics import BLEU, CHRF
+
+
+class Scores(NamedTuple):
+    """Corpus scores of a list of translations against one reference each.
+
+    bleu: corpus BLEU, 0..100.  chrf: corpus chrF2, 0..100.
+    signature: sacreBLEU's signatures of both metrics, e.g. "BLEU nrefs:1|case:mixed|...|version:2.6.0 /
+    chrF2 nrefs:1|...". Report it with the numbers: BLEU computed with another tokeniser is another number.
+    Introduced in notebook 05.
+    """
+
+    bleu: float
+    chrf: float
+    signature: str
+
+
+def _check_sentences(name: str, sentences) -> list[str]:
+    if isinstance(sentences, str):
+        raise TypeError(f"{name} must be a list of sentences, got one string; wrap it: [{name[:-1]}]")
+    sentences = list(sentences)
+    for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(
+                f"{name}[{i}] is {type(sentence).__name__}, expected a str; join token lists with "
+                f"' '.join(tokens) (without <eos>) before scoring"
+            )
+    return sentences
+
+
+def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
+    """Corpus BLEU and chrF of `hypotheses` against `references` (one reference per hypothesis).
+
+    Both are lists of N sentences as plain text (tokens joined by spaces, no <sos>/<eos>), in the same order.
+    Uses sacreBLEU's defaults (BLEU: 13a tokeniser, exp smoothing; chrF: character 6-grams, beta 2), which
+    leave the course's normalised text ("i m cold .") unchanged apart from splitting punctuation. Both sides are
+    tokenised the same way on purpose, so sacreBLEU's "you forgot to detokenize" warning is switched off (force).
+    Returns Scores(bleu, chrf, signature). Introduced in notebook 05.
+    """
+    hypotheses = _check_sentences("hypotheses", hypotheses)
+    references = _check_sentences("references", references)
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"got {len(hypotheses)} hypotheses but {len(references)} references; pass exactly one reference "
+            f"per hypothesis, in the same order"
+        )
+    if not hypotheses:
+        raise ValueError("no sentences to score; pass at least one (hypothesis, reference) pair")
+    bleu, chrf = BLEU(force=True), CHRF()
+    bleu_score = bleu.corpus_score(hypotheses, [references])
+    chrf_score = chrf.corpus_score(hypotheses, [references])
+    signature = f"BLEU {bleu.get_signature()} / chrF2 {chrf.get_signature()}"
+    return Scores(bleu=float(bleu_score.score), chrf=float(chrf_score.score), signature=signature)
+
+
+def _as_attention_matrix(weights, name: str = "weights") -> torch.Tensor:
+    """Validate a (T, S) attention matrix (tensor or array) and return it as a float64 CPU tensor."""
+    if weights is None:
+        raise ValueError(f"{name} is None: this model has no attention (attention='none'); pick an attention model")
+    matrix = torch.as_tensor(np.asarray(weights.detach().cpu() if torch.is_tensor(weights) else weights),
+                             dtype=torch.float64)
+    if matrix.dim() != 2:
+        raise ValueError(
+            f"{name} must be one sentence's (T, S) matrix, got shape {tuple(matrix.shape)}; "
+            f"index a batch first, e.g. attention[0, :T, :S]"
+        )
+    if matrix.numel() == 0:
+        raise ValueError(f"{name} is empty, shape {tuple(matrix.shape)}; it needs at least one output step "
+                         f"and one source token")
+    if (matrix < 0).any():
+        raise ValueError(f"{name} has negative entries; pass attention weights (after softmax), not scores")
+    row_sums = matrix.sum(dim=-1)  # (T,)
+    if not torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-3):
+        raise ValueError(
+            f"each row of {name} must sum to 1, got row sums {row_sums.tolist()[:5]}...; pass weights after "
+            f"softmax, sliced to the sentence's real length (no extra output steps)"
+        )
+    return matrix
+
+
+def attention_entropy(weights) -> torch.Tensor:
+    """Entropy (in nats) of each output step's attention distribution.
+
+    weights: (T, S) one sentence's attention, rows summing to 1 (tensor or array).
+    Returns a (T,) float tensor. 0 means the step looks at exactly one source token; log(S) means it spreads
+    evenly over all S tokens (it learnt nothing about where to look). Zero weights (pads) contribute 0.
+    Introduced in notebook 06.
+    """
+    matrix = _as_attention_matrix(weights)
+    plogp = torch.where(matrix > 0, matrix * matrix.clamp_min(1e-300).log(), torch.zeros_like(matrix))  # (T, S)
+    return (0.0 - plogp.sum(dim=-1)).to(torch.float32)  # (T,)  0.0 - x: no -0.0 for one-hot rows
+
+
+def diagonal_deviation(weights) -> float:
+    """How far an attention map is from a monotone, diagonal alignment: 0 on the diagonal, up to 1.
+
+    weights: (T, S) one sentence's attention, rows summing to 1 (tensor or array).
+
+    Read output step t and source token j as relative positions in the sentence, taking cell centres:
+    p_t = (t + 0.5) / T and q_j = (j + 0.5) / S. A translation that keeps the word order (typical of the short
+    "je suis ..." -> "i am ..." pairs) looks at q close to p at every step: the diagonal of the heatmap. This
+    returns the expected distance from it, averaged over steps:
+
+        deviation = (1 / T) * sum_t sum_j weights[t, j] * |q_j - p_t|
+
+    0 for an identity map (S == T); small (under 0.1) for a monotone map of slightly different lengths;
+    about 1/3 for uniform attention (it learnt nothing about where to look); about 1/2 for the anti-diagonal
+    (the sentence read backwards); at most 1. A diffuse row counts as far from the diagonal even
+    if its mass is centred on it, which a "distance of the expected position" would hide.
+    Returns a Python float. Introduced in notebook 06.
+    """
+    matrix = _as_attention_matrix(weights)
+    T, S = matrix.shape
+    output_pos = (torch.arange(T, dtype=torch.float64) + 0.5) / T  # (T,)
+    source_pos = (torch.arange(S, dtype=torch.float64) + 0.5) / S  # (S,)
+    distance = (source_pos[None, :] - output_pos[:, None]).abs()  # (T, S)
+    return float((matrix * distance).sum(dim=-1).mean())
+
+
+def max_entropy(num_source_tokens: int) -> float:
+    """The entropy of uniform attention over `num_source_tokens` tokens, log(S): the top of the entropy scale.
+
+    Introduced in notebook 06.
+    """
+    if num_source_tokens < 1:
+        raise ValueError(f"num_source_tokens must be at least 1, got {num_source_tokens}")
+    return math.log(num_source_tokens)

@@ -1,0 +1,153 @@
+"""Tests for course_utils.metrics: sacreBLEU wrappers and attention statistics."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from sacrebleu.metrics import BLEU, CHRF
+
+from course_utils.metrics import Scores, attention_entropy, corpus_scores, diagonal_deviation, max_entropy
+
+
+# ---------------------------------------------------------------- corpus_scores
+
+def test_corpus_scores_perfect_translation_is_100():
+    refs = ["i am cold .", "he is very tall ."]
+    scores = corpus_scores(refs, refs)
+    assert isinstance(scores, Scores)
+    assert scores.bleu == pytest.approx(100.0)
+    assert scores.chrf == pytest.approx(100.0)
+
+
+def test_corpus_scores_matches_sacrebleu_corpus_level_not_sentence_average():
+    hyps = ["i am cold .", "he is tall .", "we are here"]
+    refs = ["i am cold .", "he is very tall .", "they are there ."]
+    scores = corpus_scores(hyps, refs)
+    assert scores.bleu == pytest.approx(BLEU().corpus_score(hyps, [refs]).score)
+    assert scores.chrf == pytest.approx(CHRF().corpus_score(hyps, [refs]).score)
+    sentence_average = np.mean([BLEU(effective_order=True).sentence_score(h, [r]).score for h, r in zip(hyps, refs)])
+    assert scores.bleu != pytest.approx(sentence_average)
+    assert 0.0 < scores.bleu < 100.0
+
+
+def test_corpus_scores_signature_names_both_metrics_and_version():
+    import sacrebleu
+
+    signature = corpus_scores(["a b c d"], ["a b c d"]).signature
+    assert signature.startswith("BLEU nrefs:1|")
+    assert "tok:13a" in signature
+    assert "chrF2 nrefs:1|" in signature
+    assert f"version:{sacrebleu.__version__}" in signature
+
+
+def test_corpus_scores_worse_translation_scores_lower():
+    refs = ["she is a good teacher .", "i m afraid of dogs ."]
+    good = corpus_scores(["she is a good teacher .", "i m afraid of cats ."], refs)
+    bad = corpus_scores(["he is a teacher .", "you are happy ."], refs)
+    assert bad.bleu < good.bleu
+    assert bad.chrf < good.chrf
+
+
+@pytest.mark.parametrize(
+    "hyps, refs, error, words",
+    [
+        (["a"], ["a", "b"], ValueError, ["1 hypotheses", "2 references", "one reference per hypothesis"]),
+        ([], [], ValueError, ["no sentences", "at least one"]),
+        ("i am cold .", ["i am cold ."], TypeError, ["one string", "wrap it"]),
+        ([["i", "am"]], ["i am"], TypeError, ["hypotheses[0]", "join"]),
+    ],
+)
+def test_corpus_scores_bad_input_names_problem_and_fix(hyps, refs, error, words):
+    with pytest.raises(error) as info:
+        corpus_scores(hyps, refs)
+    for word in words:
+        assert word in str(info.value)
+
+
+# ---------------------------------------------------------------- attention_entropy
+
+def test_entropy_is_zero_for_one_hot_rows_and_log_s_for_uniform_rows():
+    one_hot = torch.eye(4)
+    uniform = torch.full((3, 5), 0.2)
+    assert torch.equal(attention_entropy(one_hot), torch.zeros(4))
+    assert not torch.signbit(attention_entropy(one_hot)).any()  # no -0.0 printed in the notebook
+    assert torch.allclose(attention_entropy(uniform), torch.full((3,), math.log(5)))
+    assert max_entropy(5) == pytest.approx(math.log(5))
+
+
+def test_entropy_matches_definition_and_accepts_numpy():
+    rng = np.random.default_rng(0)
+    weights = rng.random((6, 7))
+    weights /= weights.sum(axis=1, keepdims=True)
+    expected = -(weights * np.log(weights)).sum(axis=1)
+    result = attention_entropy(weights)
+    assert result.shape == (6,)
+    assert np.allclose(result.numpy(), expected, atol=1e-6)
+
+
+def test_entropy_ignores_zero_weight_pads():
+    padded = torch.tensor([[0.5, 0.5, 0.0, 0.0]])
+    assert torch.allclose(attention_entropy(padded), torch.tensor([math.log(2)]))
+    assert torch.isfinite(attention_entropy(padded)).all()
+
+
+# ---------------------------------------------------------------- diagonal_deviation
+
+def test_diagonal_deviation_zero_on_identity_half_on_anti_diagonal():
+    assert diagonal_deviation(torch.eye(6)) == pytest.approx(0.0)
+    assert diagonal_deviation(torch.eye(50).flip(1)) == pytest.approx(0.5)
+
+
+def test_diagonal_deviation_uniform_is_about_one_third():
+    n = 40
+    assert diagonal_deviation(torch.full((n, n), 1.0 / n)) == pytest.approx(1 / 3, abs=1e-3)
+
+
+def test_diagonal_deviation_orders_maps_from_monotone_to_scrambled():
+    T, S = 5, 6
+    monotone = torch.zeros(T, S)
+    monotone[torch.arange(T), torch.arange(T)] = 1.0
+    monotone[T - 1] = 0.0
+    monotone[T - 1, S - 1] = 1.0  # the final <eos> looks at the source <eos>
+    swapped = monotone[[1, 0, 3, 2, 4]]  # two local reorderings
+    uniform = torch.full((T, S), 1.0 / S)
+    reversed_ = monotone.flip(1)
+    values = [diagonal_deviation(w) for w in (monotone, swapped, uniform, reversed_)]
+    assert values == sorted(values)
+    assert values[0] < 0.1
+    assert isinstance(values[0], float)
+
+
+def test_diagonal_deviation_penalises_diffuse_row_centred_on_the_diagonal():
+    sharp = torch.tensor([[0.0, 1.0, 0.0]])
+    diffuse = torch.tensor([[0.5, 0.0, 0.5]])  # expected position is also the centre
+    assert diagonal_deviation(sharp) == pytest.approx(0.0)
+    assert diagonal_deviation(diffuse) > 0.3
+
+
+@pytest.mark.parametrize("function", [attention_entropy, diagonal_deviation])
+@pytest.mark.parametrize(
+    "weights, words",
+    [
+        (torch.full((2, 3, 4), 0.25), ["(T, S)", "(2, 3, 4)", "attention[0"]),
+        (torch.tensor([[2.0, -1.0]]), ["negative", "after softmax"]),
+        (torch.tensor([[0.2, 0.2]]), ["sum to 1", "real length"]),
+        (torch.zeros(0, 3), ["empty"]),
+        (None, ["no attention", "attention='none'"]),
+    ],
+)
+def test_attention_statistics_bad_input_names_problem_and_fix(function, weights, words):
+    with pytest.raises(ValueError) as info:
+        function(weights)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_tokenised_course_text_gives_no_detokenize_warning(caplog):
+    # The course's text is tokenised ("i m cold ."); sacreBLEU would warn on every evaluation without force=True,
+    # and that warning lands on stderr in every notebook cell that evaluates a model.
+    sentences = ["i m cold .", "he is tall .", "we re late ."] * 40
+    with caplog.at_level("WARNING"):
+        scores = corpus_scores(sentences, sentences)
+    assert scores.bleu == pytest.approx(100.0)
+    assert not [record for record in caplog.records if "detokenize" in record.getMessage()]
