@@ -2,6 +2,9 @@
 
     python -m course_utils data check     # find (or download) the corpus and verify it
     python -m course_utils data stats     # read/kept counts, vocabulary and split sizes, example pairs
+    python -m course_utils train --attention bahdanau --epochs 5 --output model.pt   # train, test, save
+    python -m course_utils translate --checkpoint model.pt "je suis tres fatigue ."  # or lines on stdin
+    python -m course_utils compare        # every attention type, same budget/seed/data: one table
 
 Each command is a small function `cmd_<name>(args)` registered in `build_parser()`; to add one, write the
 function and add a parser for it next to the others. Imports of heavy modules happen inside the functions so
@@ -61,6 +64,235 @@ def add_data_parser(commands: argparse._SubParsersAction) -> None:
     stats.set_defaults(func=cmd_data_stats)
 
 
+# -------------------------------------------------------------------------------------------------------- train
+ATTENTION_CHOICES = ("bahdanau", "dot", "general", "concat", "none")
+
+
+def _recipe_from_args(args: argparse.Namespace, attention: str | None = None):
+    """The named recipe with the command line's overrides applied (None keeps the recipe's value)."""
+    import dataclasses
+
+    from course_utils import train
+
+    recipe = train.get_recipe(args.recipe)
+    overrides = {field: value for field, value in (
+        ("attention", attention), ("hidden_size", args.hidden), ("epochs", args.epochs),
+        ("seed", args.seed), ("batch_size", args.batch_size), ("learning_rate", args.lr),
+        ("time_budget", args.time_budget)) if value is not None}
+    recipe = dataclasses.replace(recipe, **overrides)
+    if "attention" in overrides and overrides["attention"] != train.get_recipe(args.recipe).attention:
+        recipe = dataclasses.replace(recipe, name=f"{args.recipe.split('-')[0]}-{recipe.attention}")
+    return recipe
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train one model, print per-epoch metrics and the test scores, save the checkpoint and an attention figure."""
+    from pathlib import Path
+
+    from course_utils import data, train
+    from course_utils.decode import translate_batch
+
+    try:
+        recipe = _recipe_from_args(args, args.attention)
+        course = data.load_course_data(verbose=True)
+    except (KeyError, ValueError, data.CorpusError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    fast = args.fast or train.fast_mode()
+    default_output = train.DATA_DIR / "models" / f"cli-{recipe.name}{'-fast' if fast else ''}.pt"
+    output = Path(args.output) if args.output else default_output
+    print(f"Training {recipe.name}{' in fast mode' if fast else ''}: {recipe}")
+    explicit = {"epochs": args.epochs} if args.epochs else {}  # wins over fast mode's single epoch
+    trained = train.train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device,
+                                 **explicit)
+    test_pairs = course.splits.test[:train.FAST_EVAL_PAIRS] if fast else course.splits.test
+    result = train.evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab,
+                            beam_width=recipe.beam_width)
+    decoding = "greedy" if recipe.beam_width == 1 else f"beam search, width {recipe.beam_width}"
+    print(f"\ntest ({len(test_pairs):,} pairs, {decoding}): BLEU {result.bleu:.2f}  chrF {result.chrf:.2f}  "
+          f"loss {result.loss:.3f}  perplexity {result.perplexity:.2f}")
+    print(f"sacreBLEU signature: {result.signature}\n")
+    print(result.table(n=args.examples))
+    trained.model.cpu()
+    train.save_checkpoint(output, trained)
+    print(f"\ncheckpoint saved to {output}")
+    if trained.model_config.attention == "none":
+        print("no attention figure: this model has no attention")
+        return 0
+    from course_utils import viz
+
+    sentences = [pair.source for pair in course.splits.test[:args.figure_sentences]]
+    translations = translate_batch(trained.model, course.src_vocab, course.tgt_vocab, sentences)
+    figure = viz.plot_sentence_grid(translations, title=f"{recipe.name}: attention on test sentences")
+    path = viz.save_figure(figure, output.with_suffix(".attention.png"))
+    print(f"attention heatmaps of {len(sentences)} test sentences saved to {path}")
+    return 0
+
+
+def add_recipe_arguments(parser: argparse.ArgumentParser, default_recipe: str) -> None:
+    """The options `train` and `compare` share: a recipe and overrides of its settings."""
+    parser.add_argument("--recipe", default=default_recipe, help="a recipe of course_utils.train.RECIPES "
+                        f"(default {default_recipe}); the options below override its settings")
+    parser.add_argument("--hidden", type=int, default=None, help="hidden size H")
+    parser.add_argument("--epochs", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--lr", type=float, default=None, help="Adam's learning rate")
+    parser.add_argument("--time-budget", type=float, default=None, help="stop training after this many seconds")
+    parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    parser.add_argument("--fast", action="store_true", help="train briefly on a few hundred pairs (as COURSE_FAST=1)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def add_train_parser(commands: argparse._SubParsersAction) -> None:
+    """`train`."""
+    parser = commands.add_parser("train", help="train a model, report test BLEU/chrF, save a checkpoint")
+    parser.add_argument("--attention", choices=ATTENTION_CHOICES, default=None,
+                        help="attention type (default: the recipe's)")
+    add_recipe_arguments(parser, "lecture-bahdanau")
+    parser.add_argument("--output", default=None, help="checkpoint path (default data/models/cli-<recipe>.pt); "
+                        "the attention figure goes next to it as <name>.attention.png")
+    parser.add_argument("--examples", type=int, default=8, help="test sentences to print")
+    parser.add_argument("--figure-sentences", type=int, default=4, help="test sentences in the attention figure")
+    parser.set_defaults(func=cmd_train)
+
+
+# ---------------------------------------------------------------------------------------------------- translate
+def _translate_stdin(trained, args: argparse.Namespace) -> int:
+    """One translation per input line, in order; bad lines give an empty output line and a warning on stderr."""
+    from course_utils.decode import prepare_source, translate_batch
+
+    lines = sys.stdin.read().splitlines()
+    outputs = [""] * len(lines)
+    good: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            print(f"warning: line {number} is empty; wrote an empty line", file=sys.stderr)
+            continue
+        try:
+            words, _, unknown = prepare_source(trained.src_vocab, line)
+        except ValueError as error:
+            print(f"warning: line {number}: {error}; wrote an empty line", file=sys.stderr)
+            continue
+        if unknown:
+            print(f"warning: line {number}: unknown words fed as <unk>: {', '.join(unknown)}", file=sys.stderr)
+        good.append(number - 1)
+    try:
+        results = translate_batch(trained.model, trained.src_vocab, trained.tgt_vocab, [lines[i] for i in good],
+                                  beam_width=args.beam, batch_size=args.batch_size)
+    except ValueError as error:  # e.g. a sentence too long for the 2017 location-attention exhibit
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for index, translation in zip(good, results):
+        outputs[index] = translation.text
+    sys.stdout.write("".join(output + "\n" for output in outputs))
+    return 0
+
+
+def cmd_translate(args: argparse.Namespace) -> int:
+    """Translate the sentence argument, or every line of standard input."""
+    from course_utils.decode import attention_table, translate
+    from course_utils.train import CheckpointError, load_checkpoint
+
+    if args.beam < 1:
+        print(f"error: --beam must be at least 1, got {args.beam}", file=sys.stderr)
+        return 2
+    try:
+        trained = load_checkpoint(args.checkpoint, device=args.device)
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.sentence is None:
+        return _translate_stdin(trained, args)
+    try:
+        translation = translate(trained.model, trained.src_vocab, trained.tgt_vocab, args.sentence,
+                                beam_width=args.beam)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if translation.unknown_words:
+        print(f"note: unknown words (translated as <unk>): {', '.join(translation.unknown_words)}", file=sys.stderr)
+    print(translation.text)
+    if args.show_attention:
+        print()
+        print(attention_table(translation))
+    return 0
+
+
+def add_translate_parser(commands: argparse._SubParsersAction) -> None:
+    """`translate`."""
+    parser = commands.add_parser("translate", help="translate a sentence, or standard input line by line")
+    parser.add_argument("sentence", nargs="?", default=None,
+                        help="raw French text (normalised like the corpus); omit to read lines from stdin")
+    parser.add_argument("--checkpoint", required=True, help="a checkpoint written by `train`")
+    parser.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
+    parser.add_argument("--show-attention", action="store_true", help="print the attention matrix as text")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch when reading stdin")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    parser.set_defaults(func=cmd_translate)
+
+
+# ------------------------------------------------------------------------------------------------------ compare
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Train every attention type with one budget, seed and data; print one table and save the loss curves."""
+    import dataclasses
+    from pathlib import Path
+
+    from course_utils import data, train
+    from course_utils.seq2seq import count_parameters
+
+    try:
+        base = _recipe_from_args(args)
+        course = data.load_course_data(verbose=True)
+    except (KeyError, ValueError, data.CorpusError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    fast = args.fast or train.fast_mode()
+    test_pairs = course.splits.test[:train.FAST_EVAL_PAIRS] if fast else course.splits.test
+    rows, histories = [], {}
+    for attention in args.attention:
+        recipe = dataclasses.replace(base, attention=attention, name=f"{base.name.split('-')[0]}-{attention}")
+        if base.bidirectional and attention == "dot":
+            print("note: dot attention needs keys of the decoder's size; training it with a unidirectional encoder")
+            recipe = dataclasses.replace(recipe, bidirectional=False)
+        print(f"\n== {recipe.name}")
+        explicit = {"epochs": args.epochs} if args.epochs else {}  # wins over fast mode's single epoch
+        trained = train.train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device,
+                                     **explicit)
+        dev_pairs = course.splits.dev[:train.FAST_EVAL_PAIRS] if fast else course.splits.dev
+        dev = train.evaluate(trained.model, dev_pairs, course.src_vocab, course.tgt_vocab)
+        test = train.evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab,
+                              beam_width=recipe.beam_width)
+        history = trained.history
+        histories[attention] = history
+        rows.append([attention, f"{count_parameters(trained.model):,}", f"{history.train_seconds / history.epochs:.1f}",
+                     str(history.epochs), f"{dev.bleu:.2f}", f"{test.bleu:.2f}", f"{test.chrf:.2f}"])
+    header = ["attention", "params", "s/epoch", "epochs", "dev BLEU", "test BLEU", "test chrF"]
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    print()
+    for row in [header, ["-" * w for w in widths]] + rows:
+        cells = [cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths))]
+        print("  ".join(cells))
+    print(f"\nsame data (train {len(course.splits.train):,} pairs), seed {base.seed}, recipe {args.recipe}"
+          f"{' (fast mode)' if fast else ''}; sacreBLEU: {test.signature}")
+    from course_utils import viz
+
+    figure_path = Path(args.figure) if args.figure else train.DATA_DIR / "compare" / "loss_curves.png"
+    viz.save_figure(viz.plot_history(histories, title=f"{args.recipe}: every attention type"), figure_path)
+    print(f"loss curves saved to {figure_path}")
+    return 0
+
+
+def add_compare_parser(commands: argparse._SubParsersAction) -> None:
+    """`compare`."""
+    parser = commands.add_parser("compare", help="train every attention type under one budget; one table")
+    add_recipe_arguments(parser, "lecture-bahdanau")
+    parser.add_argument("--attention", nargs="+", choices=ATTENTION_CHOICES, default=list(ATTENTION_CHOICES),
+                        help="which attention types (default: all)")
+    parser.add_argument("--figure", default=None, help="loss-curve PNG (default data/compare/loss_curves.png)")
+    parser.set_defaults(func=cmd_compare)
+
+
 # ---------------------------------------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser; each `add_<name>_parser` adds one command."""
@@ -68,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Dissecting Attention: the course's command line.")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
     add_data_parser(commands)
+    add_train_parser(commands)
+    add_translate_parser(commands)
+    add_compare_parser(commands)
     return parser
 
 

@@ -1,0 +1,160 @@
+"""The classic recipe, reproduced as the baseline of every benchmark.
+
+This is the 2017 PyTorch tutorial "Translation with a Sequence to Sequence Network and Attention", kept faithful
+where it matters for speed and quality: one (French, English) pair per optimiser step, plain SGD (lr 0.01) on a
+GRU encoder and the tutorial's `AttnDecoderRNN` (attention weights from a Linear over [embedding; hidden] with
+MAX_LENGTH slots), hidden size 256, teacher forcing with probability 0.5, and a Python loop over the time steps of
+both the encoder and the decoder. Only the data plumbing is shared with the course (same split, same vocabularies,
+ids from `course_utils.data`), so the numbers compare recipes, not corpora.
+
+Used by benchmarks/throughput.py and benchmarks/time_to_quality.py.
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.data import EOS_ID, MAX_LENGTH, SOS_ID
+
+HIDDEN_SIZE = 256
+LEARNING_RATE = 0.01
+TEACHER_FORCING_RATIO = 0.5
+STEPS = 25_000  # single-pair steps of the baseline run (the tutorial itself runs 75,000)
+
+
+class ClassicEncoder(nn.Module):
+    """The tutorial's encoder: embedding + GRU fed one token at a time. Shapes are (1, 1, H) throughout."""
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.embedding = nn.Embedding(input_size, hidden_size)
+        self.gru = nn.GRU(hidden_size, hidden_size)
+
+    def forward(self, token, hidden):
+        embedded = self.embedding(token).view(1, 1, -1)  # (1, 1, H)
+        return self.gru(embedded, hidden)  # (1, 1, H), (1, 1, H)
+
+
+class ClassicAttnDecoder(nn.Module):
+    """The tutorial's `AttnDecoderRNN`: location-style attention over MAX_LENGTH encoder slots."""
+
+    def __init__(self, hidden_size: int, output_size: int, dropout_p: float = 0.1, max_length: int = MAX_LENGTH):
+        super().__init__()
+        self.embedding = nn.Embedding(output_size, hidden_size)
+        self.attn = nn.Linear(hidden_size * 2, max_length)
+        self.attn_combine = nn.Linear(hidden_size * 2, hidden_size)
+        self.dropout = nn.Dropout(dropout_p)
+        self.gru = nn.GRU(hidden_size, hidden_size)
+        self.out = nn.Linear(hidden_size, output_size)
+
+    def forward(self, token, hidden, encoder_outputs):
+        embedded = self.dropout(self.embedding(token).view(1, 1, -1))  # (1, 1, H)
+        attn_weights = F.softmax(self.attn(torch.cat((embedded[0], hidden[0]), 1)), dim=1)  # (1, L)
+        attn_applied = torch.bmm(attn_weights.unsqueeze(0), encoder_outputs.unsqueeze(0))  # (1, 1, H)
+        output = torch.cat((embedded[0], attn_applied[0]), 1)  # (1, 2H)
+        output = F.relu(self.attn_combine(output).unsqueeze(0))  # (1, 1, H)
+        output, hidden = self.gru(output, hidden)  # (1, 1, H), (1, 1, H)
+        return F.log_softmax(self.out(output[0]), dim=1), hidden, attn_weights  # (1, V)
+
+
+class ClassicModel(NamedTuple):
+    encoder: ClassicEncoder
+    decoder: ClassicAttnDecoder
+
+
+def make_classic(src_vocab_size: int, tgt_vocab_size: int, seed: int = 0) -> ClassicModel:
+    torch.manual_seed(seed)
+    return ClassicModel(ClassicEncoder(src_vocab_size, HIDDEN_SIZE), ClassicAttnDecoder(HIDDEN_SIZE, tgt_vocab_size))
+
+
+def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: list[int]) -> tuple[float, int]:
+    """The tutorial's `train()`: one pair, one SGD step. Returns (mean loss, decoder steps run)."""
+    encoder, decoder = model
+    for optimizer in optimizers:
+        optimizer.zero_grad()
+    src = torch.tensor(src_ids).view(-1, 1)  # (S, 1)
+    tgt = torch.tensor(tgt_ids).view(-1, 1)  # (T, 1)
+    hidden = torch.zeros(1, 1, HIDDEN_SIZE)
+    encoder_outputs = torch.zeros(MAX_LENGTH, HIDDEN_SIZE)  # (L, H)
+    for i in range(src.size(0)):
+        output, hidden = encoder(src[i], hidden)
+        encoder_outputs[i] = output[0, 0]
+    token = torch.tensor([[SOS_ID]])
+    loss, steps = 0.0, 0
+    teacher_forcing = random.random() < TEACHER_FORCING_RATIO
+    for t in range(tgt.size(0)):
+        log_probs, hidden, _ = decoder(token, hidden, encoder_outputs)
+        loss = loss + F.nll_loss(log_probs, tgt[t])
+        steps += 1
+        if teacher_forcing:
+            token = tgt[t]
+        else:
+            token = log_probs.topk(1)[1].squeeze().detach()
+            if token.item() == EOS_ID:
+                break
+    loss.backward()
+    for optimizer in optimizers:
+        optimizer.step()
+    return loss.item() / tgt.size(0), steps
+
+
+class ClassicRun(NamedTuple):
+    model: ClassicModel
+    seconds: float
+    target_tokens: int  # decoder steps actually computed (teacher-forced steps run the whole target)
+    steps: int
+
+
+def train_classic(train_id_pairs: list[tuple[list[int], list[int]]], src_vocab_size: int, tgt_vocab_size: int,
+                  steps: int = STEPS, seed: int = 0, time_limit: float | None = None,
+                  progress: bool = True) -> ClassicRun:
+    """`trainIters`: `steps` pairs drawn at random (with replacement), one SGD step each."""
+    random.seed(seed)
+    model = make_classic(src_vocab_size, tgt_vocab_size, seed)
+    optimizers = [torch.optim.SGD(part.parameters(), lr=LEARNING_RATE) for part in model]
+    chosen = [random.choice(train_id_pairs) for _ in range(steps)]
+    tokens, start, done = 0, time.perf_counter(), 0
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=steps, desc="classic", leave=False)
+    for src_ids, tgt_ids in chosen:
+        _, ran = train_step(model, optimizers, src_ids, tgt_ids)
+        tokens += ran
+        done += 1
+        if bar is not None:
+            bar.update(1)
+        if time_limit is not None and time.perf_counter() - start > time_limit:
+            break
+    if bar is not None:
+        bar.close()
+    return ClassicRun(model, time.perf_counter() - start, tokens, done)
+
+
+@torch.no_grad()
+def classic_translate(model: ClassicModel, src_ids: list[int]) -> list[int]:
+    """The tutorial's `evaluate()`: greedy, one token at a time, at most MAX_LENGTH outputs. Returns ids (no EOS)."""
+    encoder, decoder = model
+    encoder.eval(), decoder.eval()
+    src_ids = src_ids[:MAX_LENGTH]
+    hidden = torch.zeros(1, 1, HIDDEN_SIZE)
+    encoder_outputs = torch.zeros(MAX_LENGTH, HIDDEN_SIZE)  # (L, H)
+    for i, index in enumerate(src_ids):
+        output, hidden = encoder(torch.tensor([index]), hidden)
+        encoder_outputs[i] = output[0, 0]
+    token, out = torch.tensor([[SOS_ID]]), []
+    for _ in range(MAX_LENGTH):
+        log_probs, hidden, _ = decoder(token, hidden, encoder_outputs)
+        index = int(log_probs.argmax())
+        if index == EOS_ID:
+            break
+        out.append(index)
+        token = torch.tensor([[index]])
+    encoder.train(), decoder.train()
+    return out

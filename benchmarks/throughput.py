@@ -1,0 +1,160 @@
+"""Training throughput: this engine vs the classic per-sentence recipe, side by side, in one run.
+
+    python benchmarks/throughput.py            # ~2 minutes
+    python benchmarks/throughput.py --quick    # ~30 seconds
+    python benchmarks/throughput.py --device cuda --recipes lecture-bahdanau
+
+Reports, for the classic recipe (benchmarks/classic.py) and for each engine recipe, the training throughput in
+target tokens per second (real tokens: padding is not counted), the speed-up over the classic recipe, and the
+useful training FLOP/s: FLOPs per target token counted with torch.utils.flop_counter.FlopCounterMode on single,
+unpadded pairs (forward + backward), times tokens per second, as a fraction of this machine's measured fp32
+matmul peak. The classic recipe is timed with 1 thread and with torch's default thread count and gets the faster.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import classic  # noqa: E402
+from common import count_flops, id_pairs, load_data, machine, matmul_peak, sync, table  # noqa: E402
+
+from course_utils.data import make_loader  # noqa: E402
+from course_utils.seq2seq import Seq2Seq, count_parameters  # noqa: E402
+from course_utils.train import (get_recipe, make_optimizer, make_train_loader, masked_nll_loss,  # noqa: E402
+                                resolve_device)
+
+
+def classic_throughput(train_ids, src_size, tgt_size, steps: int, threads: int) -> float:
+    """Target tokens/s of the classic recipe with `threads` threads."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        classic.train_classic(train_ids, src_size, tgt_size, steps=20, progress=False)  # warm-up
+        run = classic.train_classic(train_ids, src_size, tgt_size, steps=steps, seed=1, progress=False)
+    finally:
+        torch.set_num_threads(previous)
+    return run.target_tokens / run.seconds
+
+
+def classic_flops_per_token(train_ids, src_size, tgt_size, sample: int = 64) -> float:
+    model = classic.make_classic(src_size, tgt_size)
+    optimizers = [torch.optim.SGD(part.parameters(), lr=classic.LEARNING_RATE) for part in model]
+    random.seed(0)
+    flops, tokens = 0, 0
+    for src_ids, tgt_ids in random.sample(train_ids, sample):
+        ran = []
+        flops += count_flops(lambda: ran.append(classic.train_step(model, optimizers, src_ids, tgt_ids)[1]))
+        tokens += ran[0]
+    return flops / tokens
+
+
+def engine_flops_per_token(model, data, teacher_forcing_ratio: float, sample: int = 64) -> float:
+    """FLOPs per target token of forward + backward on `sample` single pairs (no padding at all)."""
+    loader = make_loader(random.Random(0).sample(data.splits.train, sample), data.src_vocab, data.tgt_vocab,
+                         batch_size=1, shuffle=False, bucket=False)
+    device = next(model.parameters()).device
+    flops, tokens = 0, 0
+    for batch in loader:
+        batch = batch.to(device)
+
+        def step():
+            log_probs = model(batch.src, batch.src_lengths, batch.tgt, teacher_forcing_ratio).log_probs
+            masked_nll_loss(log_probs, batch.tgt).backward()
+
+        flops += count_flops(step)
+        tokens += int(batch.tgt_lengths.sum())
+    model.zero_grad(set_to_none=True)
+    return flops / tokens
+
+
+def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None) -> tuple[float, Seq2Seq, int]:
+    """(target tokens/s, model, batch size) of the engine's training step on the recipe's model and settings."""
+    config = recipe.train_config(device=str(device), **({"batch_size": batch_size} if batch_size else {}))
+    torch.manual_seed(config.seed)
+    model = Seq2Seq(recipe.model_config(data.src_vocab, data.tgt_vocab)).to(device).train()
+    optimizer = make_optimizer(model, config)
+    loader = make_train_loader(data.splits.train, data.src_vocab, data.tgt_vocab, config.batch_size, config.seed)
+
+    def batches():
+        while True:
+            yield from loader
+
+    def one_step(batch) -> int:
+        batch = batch.to(device)
+        log_probs = model(batch.src, batch.src_lengths, batch.tgt, config.teacher_forcing_ratio).log_probs
+        loss = masked_nll_loss(log_probs, batch.tgt)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+        optimizer.step()
+        return int(batch.tgt_lengths.sum())
+
+    stream = batches()
+    for _ in range(3):  # warm-up
+        one_step(next(stream))
+    sync(device)
+    tokens, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:  # the loader's collation is included in the time
+        tokens += one_step(next(stream))
+    sync(device)
+    return tokens / (time.perf_counter() - start), model, config.batch_size
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="shorter measurements (~30 s in all)")
+    parser.add_argument("--recipes", nargs="+", default=["lecture-bahdanau", "lecture-general", "full-bahdanau"])
+    parser.add_argument("--batch-size", type=int, default=None, help="override the recipes' batch size")
+    parser.add_argument("--classic-steps", type=int, default=None, help="classic steps timed (default 600)")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per engine measurement (default 15)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (the classic recipe always runs on CPU)")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    steps = args.classic_steps or (150 if args.quick else 600)
+    seconds = args.seconds or (4.0 if args.quick else 15.0)
+    device = resolve_device(args.device)
+
+    print(f"machine: {machine()}")
+    data = load_data()
+    train_ids = id_pairs(data.splits.train, data.src_vocab, data.tgt_vocab)
+    sizes = len(data.src_vocab), len(data.tgt_vocab)
+    peak_cpu = matmul_peak("cpu", seconds=1.0 if args.quick else 3.0)
+    peak = peak_cpu if device.type == "cpu" else matmul_peak(str(device), size=8192, seconds=2.0)
+    print(f"measured fp32 matmul peak on {device.type}: {peak / 1e9:.1f} GFLOP/s")
+
+    speeds = {threads: classic_throughput(train_ids, *sizes, steps, threads)
+              for threads in sorted({1, torch.get_num_threads()})}
+    best_threads = max(speeds, key=speeds.get)
+    classic_speed = speeds[best_threads]
+    classic_flops = classic_flops_per_token(train_ids, *sizes, sample=16 if args.quick else 64)
+    print("classic tokens/s by thread count: " + ", ".join(f"{t}: {s:.0f}" for t, s in speeds.items()))
+    classic_params = sum(count_parameters(part) for part in classic.make_classic(*sizes))
+    rows = [["classic (1 pair/step, SGD)", f"{classic_params:,}", "1", "cpu", f"{classic_speed:,.0f}", "1.0x",
+             f"{classic_flops / 1e6:.1f}", f"{classic_speed * classic_flops / 1e9:.2f}",
+             f"{classic_speed * classic_flops / peak_cpu:.1%}"]]
+    for name in args.recipes:
+        recipe = get_recipe(name)
+        speed, model, batch_size = engine_throughput(recipe, data, seconds, device, args.batch_size)
+        flops = engine_flops_per_token(model, data, recipe.teacher_forcing_ratio, sample=16 if args.quick else 64)
+        rows.append([name, f"{count_parameters(model):,}", str(batch_size), device.type, f"{speed:,.0f}",
+                     f"{speed / classic_speed:.1f}x", f"{flops / 1e6:.1f}", f"{speed * flops / 1e9:.2f}",
+                     f"{speed * flops / peak:.1%}"])
+        print(f"  measured {name}: {speed:,.0f} tokens/s", flush=True)
+    print()
+    print(table(rows, ["recipe", "params", "batch", "device", "tgt tokens/s", "speed-up", "MFLOP/token",
+                       "useful GFLOP/s", "of peak"]))
+    print(f"\n(classic timed over {steps} steps with {best_threads} thread(s); engine over {seconds:.0f} s per "
+          "recipe, batch collation included; FLOPs counted with FlopCounterMode on unpadded single pairs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

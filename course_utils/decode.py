@@ -1,0 +1,441 @@
+"""Decoding: turn a trained `Seq2Seq` into translations (greedy and beam search), and score a given output.
+
+Every decoder of the course shares one step interface (`course_utils.decoder`):
+
+    memory, state = model.encode(src, src_lengths)               # Memory(keys (B, S, K), mask (B, S), ...)
+    step = model.decoder.step(prev_tokens, state, memory)        # log_probs (B, V), state, weights (B, S) | None
+
+so the functions below work for every attention variant, and for the model without attention.
+
+    greedy_decode   batched argmax decoding that stops at EOS; length cap derived from each source length
+    beam_search     one sentence, width k, length-normalised scores; returns every hypothesis, best first
+    force_decode    teacher-forced pass over a given output: the distribution at every step (for the explorer)
+    translate       raw text in, `Translation` out (normalised, unknown words reported)
+    translate_batch many sentences at once, batched greedy (or beam search per sentence)
+
+Attention matrices are `(T, S)`: one row per output token (the EOS step included), one column per source
+token (the source EOS included), so `source_tokens` and `output_tokens` of a `Translation` label them exactly.
+
+Introduced in notebook 05 (decoding) and used in notebook 06 (attention explorer).
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import torch
+from torch import Tensor
+
+from course_utils.data import EOS_ID, EOS_TOKEN, PAD_ID, SOS_ID, UNK_ID, normalize_string
+
+# Default output length cap: a translation may be at most `LENGTH_RATIO * source length + LENGTH_MARGIN` tokens
+# (EOS included). French->English sentences of the course are about as long as their sources, so this never cuts a
+# sensible translation, yet stops a model that loops ("i i i i ...") quickly. Any source length works.
+LENGTH_RATIO = 2.0
+LENGTH_MARGIN = 5
+
+
+def default_max_lengths(src_lengths: Tensor) -> Tensor:
+    """Per-sentence output length cap `ceil(LENGTH_RATIO * S_b) + LENGTH_MARGIN`.
+
+    Args:
+        src_lengths: (B,) source lengths, EOS included.
+    Returns:
+        (B,) long tensor: the most tokens (EOS included) decoding may produce for each sentence.
+
+    Introduced in notebook 05.
+    """
+    return (src_lengths.float() * LENGTH_RATIO).ceil().long() + LENGTH_MARGIN  # (B,)
+
+
+def _check_source_fits(model, source_length: int) -> None:
+    """The 2017 tutorial's location attention has a fixed number of attention slots; say so instead of crashing."""
+    config = getattr(model, "config", None)
+    if config is not None and getattr(config, "attention", None) == "location":
+        slots = getattr(config, "max_length", None)
+        if slots is not None and source_length > slots:
+            raise ValueError(
+                f"this model uses the 2017 tutorial's location attention with only {slots} source positions, but "
+                f"the sentence has {source_length} tokens (EOS included); shorten the sentence or use a model with "
+                "content-based attention (bahdanau, dot, general, concat), which handles any length")
+
+
+def _allowed(log_probs: Tensor) -> Tensor:
+    """Forbid the tokens no translation may contain: PAD and SOS are never targets. log_probs (B, V) -> (B, V)."""
+    return log_probs.index_fill(-1, torch.tensor([PAD_ID, SOS_ID], device=log_probs.device), -math.inf)  # (B, V)
+
+
+def _step_weights(weights: Tensor | None, source_length: int) -> Tensor | None:
+    """Attention weights of one step restricted to the real source positions: (B, S) or None."""
+    if weights is None:
+        return None
+    return weights[..., :source_length]  # (B, S) location attention has max_length slots; keep the first S
+
+
+# ----------------------------------------------------------------------------------------------------- greedy
+class GreedyOutput(NamedTuple):
+    """Result of `greedy_decode`.
+
+    tokens:    (B, T) long, output ids; EOS included where produced, PAD after it.
+    lengths:   (B,) long, tokens per row (EOS included when produced).
+    attention: (B, T, S) float or None (model without attention); rows after a sentence ended are 0.
+    log_prob:  (B,) float, total log-probability of each row's tokens.
+    """
+
+    tokens: Tensor
+    lengths: Tensor
+    attention: Tensor | None
+    log_prob: Tensor
+
+
+@torch.no_grad()
+def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | None = None) -> GreedyOutput:
+    """Batched greedy decoding: at every step feed back the most probable token; stop each row at EOS.
+
+    PAD and SOS are never chosen (they are never targets). The model runs in eval mode (its previous mode is
+    restored afterwards).
+
+    Args:
+        model: a `Seq2Seq` (anything with `encode` and `decoder.step`).
+        src: (B, S) source ids, PAD-padded, each row ending with EOS.
+        src_lengths: (B,) source lengths (EOS included).
+        max_length: cap on output tokens (EOS included) for every row; None derives one cap per sentence from its
+            source length (`default_max_lengths`), so long sentences are not cut at the corpus' MAX_LENGTH.
+    Returns:
+        GreedyOutput(tokens (B, T), lengths (B,), attention (B, T, S) or None, log_prob (B,)).
+
+    Introduced in notebook 05.
+    """
+    if src.dim() != 2:
+        raise ValueError(f"src must be (B, S) ids, got shape {tuple(src.shape)}; add a batch dimension with "
+                         "src.unsqueeze(0)")
+    _check_source_fits(model, src.size(1))
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    src = src.to(device)
+    src_lengths = src_lengths.cpu()
+    batch_size, source_length = src.shape
+    caps = (default_max_lengths(src_lengths) if max_length is None
+            else torch.full((batch_size,), int(max_length), dtype=torch.long)).to(device)  # (B,)
+
+    memory, state = model.encode(src, src_lengths)
+    prev_tokens = torch.full((batch_size,), SOS_ID, dtype=torch.long, device=device)  # (B,)
+    finished = torch.zeros(batch_size, dtype=torch.bool, device=device)  # (B,)
+    lengths = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,)
+    log_prob = torch.zeros(batch_size, device=device)  # (B,)
+    tokens, weights = [], []
+    for t in range(int(caps.max())):
+        step = model.decoder.step(prev_tokens, state, memory)
+        best_log_probs, next_tokens = _allowed(step.log_probs).max(dim=-1)  # (B,), (B,)
+        next_tokens = next_tokens.masked_fill(finished, PAD_ID)  # (B,) rows that ended keep emitting PAD
+        log_prob += best_log_probs.masked_fill(finished, 0.0)
+        step_weights = _step_weights(step.weights, source_length)
+        if step_weights is not None:
+            weights.append(step_weights.masked_fill(finished.unsqueeze(1), 0.0))  # (B, S)
+        tokens.append(next_tokens)
+        lengths += (~finished).long()
+        finished = finished | (next_tokens == EOS_ID) | (lengths >= caps)  # (B,)
+        prev_tokens, state = next_tokens, step.state
+        if bool(finished.all()):
+            break
+    if was_training:
+        model.train()
+    attention = torch.stack(weights, dim=1) if weights else None  # (B, T, S)
+    return GreedyOutput(torch.stack(tokens, dim=1), lengths.cpu(), attention, log_prob.cpu())  # tokens (B, T)
+
+
+# ------------------------------------------------------------------------------------------------------ beam
+class Hypothesis(NamedTuple):
+    """One beam-search hypothesis.
+
+    tokens:    output ids, EOS included when the hypothesis finished (no SOS).
+    score:     length-normalised log-probability `log_prob / len(tokens) ** length_penalty` (used for ranking).
+    attention: (T, S) float or None, T = len(tokens).
+    log_prob:  total log-probability of `tokens` (unnormalised).
+    finished:  True when the hypothesis ended with EOS, False when it was cut by the length cap.
+    """
+
+    tokens: list[int]
+    score: float
+    attention: Tensor | None
+    log_prob: float
+    finished: bool
+
+
+def _normalised(log_prob: float, length: int, length_penalty: float) -> float:
+    """Length normalisation: divide the summed log-probability by length ** length_penalty (0 = none)."""
+    return log_prob / (max(length, 1) ** length_penalty)
+
+
+@torch.no_grad()
+def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None = None,
+                length_penalty: float = 1.0) -> list[Hypothesis]:
+    """Beam search for one sentence; returns every hypothesis it completed, best (highest score) first.
+
+    The beam keeps the `k` best partial outputs by total log-probability. A candidate that ends with EOS leaves the
+    beam and is stored; the beam then shrinks by one, so exactly `beam_width` hypotheses come back (those still
+    open at the length cap are returned with `finished=False`). Ranking uses length-normalised scores
+    `log_prob / length ** length_penalty` (length_penalty=0 ranks by raw log-probability, which favours short
+    outputs). With `beam_width=1` this is greedy decoding.
+
+    Args:
+        model: a `Seq2Seq`.
+        src: (S,) source ids ending with EOS (no padding).
+        beam_width: k >= 1.
+        max_length: cap on output tokens (EOS included); None derives it from the source length.
+        length_penalty: exponent of the length normalisation.
+    Returns:
+        list of `Hypothesis(tokens, score, attention (T, S) or None, log_prob, finished)`, sorted by score.
+
+    Introduced in notebook 05.
+    """
+    if src.dim() != 1:
+        raise ValueError(f"beam_search takes one sentence of shape (S,), got {tuple(src.shape)}; for a batch use "
+                         "greedy_decode or call beam_search once per sentence")
+    if beam_width < 1:
+        raise ValueError(f"beam_width must be >= 1, got {beam_width}")
+    _check_source_fits(model, src.size(0))
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    source_length = src.size(0)
+    src_lengths = torch.tensor([source_length])  # (1,)
+    cap = int(default_max_lengths(src_lengths)[0]) if max_length is None else int(max_length)
+
+    memory, state = model.encode(src.to(device).unsqueeze(0), src_lengths)  # batch of one
+    alive_tokens = torch.empty(1, 0, dtype=torch.long, device=device)  # (N, t) N open hypotheses
+    alive_weights: Tensor | None = None  # (N, t, S)
+    alive_log_probs = torch.zeros(1, device=device)  # (N,)
+    prev_tokens = torch.full((1,), SOS_ID, dtype=torch.long, device=device)  # (N,)
+    done: list[Hypothesis] = []
+
+    def store(tokens: Tensor, weights: Tensor | None, log_prob: Tensor, finished: bool) -> None:
+        ids = tokens.tolist()
+        done.append(Hypothesis(ids, _normalised(float(log_prob), len(ids), length_penalty),
+                               None if weights is None else weights.cpu(), float(log_prob), finished))
+
+    for t in range(cap):
+        step = model.decoder.step(prev_tokens, state, memory)
+        vocab_size = step.log_probs.size(-1)
+        candidates = (alive_log_probs.unsqueeze(1) + _allowed(step.log_probs)).reshape(-1)  # (N * V,)
+        open_slots = beam_width - len(done)
+        top_log_probs, top_index = candidates.topk(min(open_slots, candidates.numel()))  # (n,)
+        parents = torch.div(top_index, vocab_size, rounding_mode="floor")  # (n,)
+        next_tokens = top_index % vocab_size  # (n,)
+        tokens = torch.cat([alive_tokens[parents], next_tokens.unsqueeze(1)], dim=1)  # (n, t+1)
+        step_weights = _step_weights(step.weights, source_length)
+        weights = None
+        if step_weights is not None:
+            new_row = step_weights[parents].unsqueeze(1)  # (n, 1, S)
+            weights = new_row if alive_weights is None else torch.cat(
+                [alive_weights[parents], new_row], dim=1)  # (n, t+1, S)
+
+        ended = next_tokens == EOS_ID  # (n,)
+        for i in ended.nonzero().flatten().tolist():
+            store(tokens[i], None if weights is None else weights[i], top_log_probs[i], finished=True)
+        keep = (~ended).nonzero().flatten()  # (N',)
+        if keep.numel() == 0:
+            break
+        alive_tokens, alive_log_probs = tokens[keep], top_log_probs[keep]  # (N', t+1), (N',)
+        alive_weights = None if weights is None else weights[keep]  # (N', t+1, S)
+        prev_tokens = next_tokens[keep]  # (N',)
+        rows = parents[keep]  # (N',)
+        state = step.state.index_select(rows)
+        memory = memory.index_select(torch.zeros_like(rows))  # every open hypothesis reads the one sentence
+    else:
+        for i in range(alive_tokens.size(0)):  # length cap reached: keep the open hypotheses too
+            store(alive_tokens[i], None if alive_weights is None else alive_weights[i], alive_log_probs[i],
+                  finished=False)
+    if was_training:
+        model.train()
+    return sorted(done, key=lambda hypothesis: hypothesis.score, reverse=True)
+
+
+# ------------------------------------------------------------------------------------------------ forced decoding
+class ForcedDecode(NamedTuple):
+    """Result of `force_decode`.
+
+    log_probs: (T, V) next-token log-probabilities at each step, given the previous output tokens.
+    attention: (T, S) or None.
+    """
+
+    log_probs: Tensor
+    attention: Tensor | None
+
+
+@torch.no_grad()
+def force_decode(model, src_ids: Tensor, output_ids: Tensor) -> ForcedDecode:
+    """Teacher-forced pass over a given output: what the model predicted at each step of it.
+
+    Row t of `log_probs` is the distribution over the t-th output token given the source and output_ids[:t], so
+    `log_probs.topk(5)` shows the runner-ups at each step of any hypothesis (greedy, beam, or typed by hand).
+
+    Args:
+        model: a `Seq2Seq`.
+        src_ids: (S,) source ids ending with EOS.
+        output_ids: (T,) output ids (typically ending with EOS; no SOS).
+    Returns:
+        ForcedDecode(log_probs (T, V), attention (T, S) or None).
+
+    Introduced in notebook 06.
+    """
+    if src_ids.dim() != 1 or output_ids.dim() != 1:
+        raise ValueError(f"force_decode takes one sentence: src_ids (S,) and output_ids (T,), got "
+                         f"{tuple(src_ids.shape)} and {tuple(output_ids.shape)}")
+    if output_ids.numel() == 0:
+        raise ValueError("output_ids is empty; pass at least one token (e.g. the EOS id)")
+    _check_source_fits(model, src_ids.size(0))
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    src = src_ids.to(device).unsqueeze(0)  # (1, S)
+    tgt = output_ids.to(device).unsqueeze(0)  # (1, T)
+    output = model(src, torch.tensor([src_ids.size(0)]), tgt, teacher_forcing_ratio=1.0)
+    if was_training:
+        model.train()
+    attention = None
+    if output.attention is not None:
+        attention = output.attention[0, :, :src_ids.size(0)].cpu()  # (T, S)
+    return ForcedDecode(output.log_probs[0].cpu(), attention)  # (T, V)
+
+
+# ---------------------------------------------------------------------------------------------------- translate
+class Translation(NamedTuple):
+    """One translated sentence, ready to print or plot.
+
+    source_tokens: the normalised source words plus "<eos>" (unknown words kept as typed; the model saw "<unk>").
+    output_tokens: the output words, ending with "<eos>" when the model produced it.
+    attention:     (T, S) with T = len(output_tokens), S = len(source_tokens); None without attention.
+    score:         log-probability of the output (greedy) or the hypothesis' length-normalised score (beam).
+    unknown_words: source words missing from the vocabulary (they were fed as "<unk>").
+    """
+
+    source_tokens: list[str]
+    output_tokens: list[str]
+    attention: Tensor | None
+    score: float
+    unknown_words: list[str]
+
+    @property
+    def text(self) -> str:
+        """The output words joined by spaces, without "<eos>"."""
+        return " ".join(token for token in self.output_tokens if token != EOS_TOKEN)
+
+
+def prepare_source(src_vocab, sentence: str) -> tuple[list[str], list[int], list[str]]:
+    """Normalise a raw sentence and turn it into ids; refuse input the model cannot translate.
+
+    Args:
+        src_vocab: the source `Vocab`.
+        sentence: raw text, e.g. "Je suis très fatigué."
+    Returns:
+        (words, ids with EOS appended, unknown words).
+    Raises:
+        ValueError: the sentence is empty after normalisation, or every word is unknown.
+
+    Introduced in notebook 05.
+    """
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    normalised = normalize_string(sentence)
+    words = normalised.split()
+    if not words:
+        raise ValueError(f"nothing to translate in {sentence!r}: it is empty after normalisation; "
+                         "type a sentence such as 'je suis fatigue .'")
+    ids = src_vocab.encode(normalised, add_eos=True)
+    unknown = [word for word, index in zip(words, ids) if index == UNK_ID]
+    if len(unknown) == len(words):
+        raise ValueError(f"every word of {normalised!r} is unknown to this model's vocabulary "
+                         f"({', '.join(unknown)}); the model was trained on French sentences such as "
+                         "'je suis fatigue .'; check the language direction and spelling")
+    return words, ids, unknown
+
+
+def _to_translation(words, unknown, tgt_vocab, output_ids: list[int], attention: Tensor | None,
+                    score: float) -> Translation:
+    output_tokens = [tgt_vocab.index2word[i] for i in output_ids]
+    return Translation(words + [EOS_TOKEN], output_tokens, attention, score, unknown)
+
+
+def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1,
+              max_length: int | None = None) -> Translation:
+    """Translate one raw sentence (normalised like the corpus first).
+
+    Args:
+        model: a trained `Seq2Seq`.
+        src_vocab, tgt_vocab: the vocabularies the model was trained with.
+        sentence: raw text, any length.
+        beam_width: 1 = greedy decoding, k > 1 = beam search (best hypothesis).
+        max_length: output cap (EOS included); None derives it from the source length.
+    Returns:
+        Translation(source_tokens, output_tokens, attention (T, S) or None, score, unknown_words).
+    Raises:
+        ValueError: empty or only-unknown input (message names the words).
+
+    Introduced in notebook 05.
+    """
+    return translate_batch(model, src_vocab, tgt_vocab, [sentence], beam_width=beam_width,
+                           max_length=max_length)[0]
+
+
+@torch.no_grad()
+def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_width: int = 1,
+                    batch_size: int = 64, max_length: int | None = None) -> list[Translation]:
+    """Translate many raw sentences; greedy decoding runs in batches of similar length, results keep input order.
+
+    Args:
+        model, src_vocab, tgt_vocab: as for `translate`.
+        sentences: raw sentences (each must be translatable; see `prepare_source`).
+        beam_width: 1 = batched greedy; k > 1 = beam search one sentence at a time.
+        batch_size: sentences per greedy batch.
+        max_length: output cap (EOS included); None derives one per sentence.
+    Returns:
+        one `Translation` per sentence, in input order.
+
+    Introduced in notebook 05.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    prepared = [prepare_source(src_vocab, sentence) for sentence in sentences]
+    device = next(model.parameters()).device
+    results: list[Translation | None] = [None] * len(prepared)
+    if beam_width > 1:
+        for i, (words, ids, unknown) in enumerate(prepared):
+            best = beam_search(model, torch.tensor(ids), beam_width=beam_width, max_length=max_length)[0]
+            results[i] = _to_translation(words, unknown, tgt_vocab, best.tokens, best.attention, best.score)
+        return results
+
+    order = sorted(range(len(prepared)), key=lambda i: len(prepared[i][1]))  # similar lengths share a batch
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        id_lists = [torch.tensor(prepared[i][1]) for i in chunk]
+        src_lengths = torch.tensor([len(ids) for ids in id_lists])  # (B,)
+        src = torch.nn.utils.rnn.pad_sequence(id_lists, batch_first=True, padding_value=PAD_ID)  # (B, S)
+        output = greedy_decode(model, src.to(device), src_lengths, max_length=max_length)
+        for row, i in enumerate(chunk):
+            words, ids, unknown = prepared[i]
+            length = int(output.lengths[row])
+            attention = None
+            if output.attention is not None:
+                attention = output.attention[row, :length, :len(ids)].cpu()  # (T, S)
+            results[i] = _to_translation(words, unknown, tgt_vocab, output.tokens[row, :length].tolist(),
+                                         attention, float(output.log_prob[row]))
+    return results
+
+
+
+def attention_table(translation: Translation, digits: int = 2) -> str:
+    """The attention matrix of a Translation as plain text: one row per output token, one column per source token.
+
+    Returns a message instead when the model has no attention. Introduced in notebook 05.
+    """
+    if translation.attention is None:
+        return "(this model has no attention: nothing to show)"
+    weights = translation.attention.tolist()  # T rows of S floats
+    width = max(digits + 2, *(len(token) for token in translation.source_tokens))
+    row_label = max(len(token) for token in translation.output_tokens)
+    lines = [" " * row_label + " " + " ".join(f"{token:>{width}}" for token in translation.source_tokens)]
+    for token, row in zip(translation.output_tokens, weights):
+        lines.append(f"{token:>{row_label}} " + " ".join(f"{value:>{width}.{digits}f}" for value in row))
+    return "\n".join(lines)
