@@ -1,0 +1,325 @@
+"""Browser check of the attention explorer: JupyterLab headless + Chromium, the explorer cell run, a screenshot.
+
+Not collected by pytest (the name does not start with test_): it needs a browser and takes about 20 s
+(2-core machine, warm disk caches; JupyterLab start and the kernel's torch import dominate).
+
+Setup (Debian/Ubuntu; once):
+
+    sudo apt-get install -y chromium chromium-driver      # /usr/bin/chromium and /usr/bin/chromedriver
+
+No Python package beyond the course's requirements: the script drives chromedriver through the W3C WebDriver
+HTTP protocol with urllib (about forty lines below), so neither Selenium nor Playwright is needed.
+
+Run from the repository root:
+
+    .venv/bin/python tests/browser/run_explorer_check.py [--screenshot /tmp/explorer_screenshot.png] [--keep]
+    .venv/bin/python tests/browser/run_explorer_check.py --frontend notebook --screenshot /tmp/nb7.png
+
+What it does:
+  1. writes a one-cell notebook (a tiny model overfitted on three sentences in about a second, then
+     `AttentionExplorer(...)`) into a temp folder;
+  2. starts JupyterLab (or Notebook 7 with --frontend notebook) from this environment on a free localhost port,
+     token-less, with config, runtime and workspace folders in the temp folder (your Jupyter settings are not
+     read or changed);
+  3. starts chromedriver + headless Chromium, opens the notebook, runs the cell (Shift+Enter);
+  4. waits for the explorer: the text box, model menu, greedy/beam buttons, step slider, and the heatmap PNG
+     inside the Output widget, decoded by the browser (naturalWidth > 0);
+  5. types a new sentence into the text box and presses Enter, then clicks the middle of the step slider:
+     each time the kernel-side callback must replace the image and the summary (browser -> kernel -> browser);
+  6. saves a screenshot, stops everything it started, and exits 0 (or 1 with the reason).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+ELEMENT_KEY = "element-6066-11e4-a52e-4f735466cecf"  # W3C WebDriver's key for element references
+SHIFT, ENTER = "\ue008", "\ue007"  # WebDriver key codes
+SENTENCE = "je suis tres content de te voir aujourd hui ."  # typed into the explorer's text box
+
+CELL = '''\
+import torch
+from types import SimpleNamespace
+from course_utils.data import Vocab
+from course_utils.seq2seq import ModelConfig, Seq2Seq
+from course_utils.explorer import AttentionExplorer
+
+french = ["je suis tres content de te voir aujourd hui .", "il est grand .", "nous sommes ici ."]
+english = ["i am very happy to see you today .", "he is tall .", "we are here ."]
+src_vocab, tgt_vocab = Vocab.build(french), Vocab.build(english)
+torch.manual_seed(0)
+torch.set_num_threads(1)
+model = Seq2Seq(ModelConfig(len(src_vocab), len(tgt_vocab), attention="bahdanau", embedding_size=32,
+                            hidden_size=32, dropout=0.0))
+src = [torch.tensor(src_vocab.encode(s)) for s in french]
+tgt = torch.nn.utils.rnn.pad_sequence([torch.tensor(tgt_vocab.encode(s)) for s in english], batch_first=True)
+src_lengths = torch.tensor([len(s) for s in src])
+src = torch.nn.utils.rnn.pad_sequence(src, batch_first=True)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.03)
+for _ in range(60):  # a second of overfitting: outputs of a sensible length, so the picture looks real
+    loss = torch.nn.functional.nll_loss(model(src, src_lengths, tgt).log_probs.transpose(1, 2), tgt, ignore_index=0)
+    optimizer.zero_grad(); loss.backward(); optimizer.step()
+tiny = SimpleNamespace(model=model.eval(), src_vocab=src_vocab, tgt_vocab=tgt_vocab)
+explorer = AttentionExplorer({"tiny (3 sentences)": tiny}, sentence="il est grand .")
+explorer
+'''
+
+
+class CheckFailed(RuntimeError):
+    """The explorer did not show up as expected in the browser."""
+
+
+class WebDriver:
+    """The few W3C WebDriver commands this check needs, over plain HTTP (chromedriver speaks it natively)."""
+
+    def __init__(self, port: int, chromium: str, window=(1400, 1200)):
+        self.base = f"http://127.0.0.1:{port}"
+        options = {"binary": chromium, "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                                                 "--disable-dev-shm-usage", f"--window-size={window[0]},{window[1]}"]}
+        capabilities = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": options}}}
+        self.session = self._call("POST", "/session", capabilities)["sessionId"]
+
+    def _call(self, method: str, path: str, body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                return json.loads(response.read())["value"]
+        except urllib.error.HTTPError as error:
+            raise CheckFailed(f"WebDriver {method} {path}: {error.read().decode()[:400]}") from None
+
+    def _session(self, method: str, path: str, body: dict | None = None):
+        return self._call(method, f"/session/{self.session}{path}", body)
+
+    def get(self, url: str) -> None:
+        self._session("POST", "/url", {"url": url})
+
+    def run_js(self, script: str, *args):
+        return self._session("POST", "/execute/sync", {"script": script, "args": list(args)})
+
+    def find(self, css: str) -> str | None:
+        found = self._session("POST", "/elements", {"using": "css selector", "value": css})
+        return found[0][ELEMENT_KEY] if found else None
+
+    def wait_for(self, css: str, timeout: float, what: str) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            element = self.find(css)
+            if element:
+                return element
+            time.sleep(0.5)
+        raise CheckFailed(f"{what} did not appear within {timeout:.0f} s (CSS {css!r})")
+
+    def click(self, element: str) -> None:
+        self._session("POST", f"/element/{element}/click", {})
+
+    def type(self, element: str, text: str) -> None:
+        self._session("POST", f"/element/{element}/value", {"text": text})
+
+    def clear(self, element: str) -> None:
+        self._session("POST", f"/element/{element}/clear", {})
+
+    def screenshot(self, path: Path) -> None:
+        path.write_bytes(base64.b64decode(self._session("GET", "/screenshot")))
+
+    def quit(self) -> None:
+        try:
+            self._call("DELETE", f"/session/{self.session}")
+        except (CheckFailed, OSError):
+            pass
+
+
+def wait_update(browser: WebDriver, image_css: str, old_src: str, sentence: str, action: str) -> None:
+    """Wait until the summary shows `sentence` and the heatmap image differs from `old_src`."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        summary = browser.run_js("return document.querySelector('.widget-html').innerText;")
+        image = browser.find(image_css)
+        src = image and browser.run_js("return arguments[0].src.length + ':' + arguments[0].src.slice(-64);",
+                                       {ELEMENT_KEY: image})
+        if sentence in summary and src and src != old_src:
+            return
+        time.sleep(0.3)
+    raise CheckFailed(f"{action} did not update the summary and the heatmap within 60 s")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise CheckFailed(f"{what} did not answer at {url} within {timeout:.0f} s")
+
+
+def wait_kernel_idle(port: int, timeout: float) -> None:
+    """Poll JupyterLab's REST API until the notebook's kernel has started and is idle."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/kernels", timeout=5) as response:
+            kernels = json.loads(response.read())
+        if any(kernel.get("execution_state") == "idle" for kernel in kernels):
+            return
+        time.sleep(0.5)
+    raise CheckFailed(f"no idle kernel within {timeout:.0f} s (see the JupyterLab log)")
+
+
+def write_notebook(folder: Path) -> Path:
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                   "source": CELL.splitlines(keepends=True)}],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }
+    page_config = folder / "config" / "labconfig" / "page_config.json"  # no "Jupyter news?" toast
+    page_config.parent.mkdir(parents=True)
+    page_config.write_text(json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    path = folder / "explorer_check.ipynb"
+    path.write_text(json.dumps(notebook, indent=1))
+    return path
+
+
+def start_jupyter(frontend: str, folder: Path, port: int, log) -> subprocess.Popen:
+    """JupyterLab (or Notebook 7) of this environment, token-less on localhost, Jupyter folders inside `folder`."""
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(folder / "config"), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
+               IPYTHONDIR=str(folder / "ipython"), MPLBACKEND="module://matplotlib_inline.backend_inline",
+               PYTHONPATH=str(REPO))
+    command = [sys.executable, "-m", "jupyterlab" if frontend == "lab" else "notebook", "--no-browser",
+               f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={folder}", "--IdentityProvider.token=",
+               "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True"]
+    if frontend == "lab":
+        command += [f"--LabApp.workspaces_dir={folder / 'workspaces'}", "--LabApp.news_url=None",
+                    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # containers and CI often run as root
+    return subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def check(screenshot: Path, chromium: str, chromedriver: str, keep: bool, frontend: str = "lab") -> float:
+    """Run the whole check; returns its duration in seconds. Raises CheckFailed with the reason."""
+    for binary in (chromium, chromedriver):
+        if not Path(binary).exists():
+            raise CheckFailed(f"{binary} not found: sudo apt-get install -y chromium chromium-driver")
+    started = time.monotonic()
+    folder = Path(tempfile.mkdtemp(prefix="explorer-check-"))
+    write_notebook(folder)
+    lab_port, driver_port = free_port(), free_port()
+    lab_log = open(folder / "jupyterlab.log", "wb")
+    lab = start_jupyter(frontend, folder, lab_port, lab_log)
+    driver_process = subprocess.Popen([chromedriver, f"--port={driver_port}"], stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+    browser = None
+    try:
+        wait_http(f"http://127.0.0.1:{lab_port}/api", 90, "JupyterLab")
+        wait_http(f"http://127.0.0.1:{driver_port}/status", 30, "chromedriver")
+        browser = WebDriver(driver_port, chromium)
+        page = "doc/tree" if frontend == "lab" else "notebooks"  # JupyterLab's single-document view
+        browser.get(f"http://127.0.0.1:{lab_port}/{page}/explorer_check.ipynb")
+        browser.wait_for(".jp-Notebook .jp-Cell .cm-content", 90, "the notebook's code cell")
+        wait_kernel_idle(lab_port, 120)
+        editor = browser.find(".jp-Notebook .jp-Cell .cm-content")
+        browser.click(editor)
+        browser.type(editor, SHIFT + ENTER + SHIFT)  # Shift+Enter runs the cell (the trailing SHIFT releases it)
+
+        browser.wait_for(".widget-text input", 180, "the explorer's text box")
+        for css, what in [(".widget-dropdown select", "the model menu"),
+                          (".widget-toggle-buttons", "the greedy/beam buttons"),
+                          (".widget-slider", "the step slider")]:
+            browser.wait_for(css, 30, what)
+        image_css = ".widget-output .jp-OutputArea-output img"
+        image = browser.wait_for(image_css, 60, "the heatmap image in the Output widget")
+        width = browser.run_js("return arguments[0].naturalWidth;", {ELEMENT_KEY: image})
+        if not width:
+            raise CheckFailed("the heatmap <img> is present but the browser could not decode it")
+        first_src = browser.run_js("return arguments[0].src.length + ':' + arguments[0].src.slice(-64);",
+                                   {ELEMENT_KEY: image})
+        summary = browser.run_js("return document.querySelector('.widget-html').innerText;")
+        if "source" not in summary or "output" not in summary:
+            raise CheckFailed(f"the summary (source / output) is missing above the figure: {summary!r}")
+
+        text_box = browser.find(".widget-text input")
+        browser.clear(text_box)
+        browser.type(text_box, SENTENCE + ENTER)  # continuous_update=False: Enter sends the value
+        wait_update(browser, image_css, first_src, SENTENCE, "typing a new sentence")
+        steps = browser.run_js("return document.querySelector('.widget-slider .widget-readout').innerText;")
+
+        track = browser.wait_for(".widget-slider .noUi-target", 10, "the slider track")
+        before = browser.run_js("return arguments[0].src.length + ':' + arguments[0].src.slice(-64);",
+                                {ELEMENT_KEY: browser.find(image_css)})
+        browser.click(track)  # a click in the middle of the track moves the handle there, as a student would
+        wait_update(browser, image_css, before, SENTENCE, "moving the step slider")
+        readout = browser.run_js("return document.querySelector('.widget-slider .widget-readout').innerText;")
+        if not 1 < int(readout) < int(steps):
+            raise CheckFailed(f"clicking the middle of the slider moved it from {steps} to {readout}")
+        browser.run_js("arguments[0].scrollIntoView({block: 'center'});", {ELEMENT_KEY: browser.find(image_css)})
+        time.sleep(1.0)  # let the new image paint before the screenshot
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        browser.screenshot(screenshot)
+        return time.monotonic() - started
+    except CheckFailed:
+        if browser is not None:
+            failed = folder / "failure.png"
+            browser.screenshot(failed)
+            print(f"screenshot of the failure: {failed}; JupyterLab log: {folder / 'jupyterlab.log'}")
+        keep = True
+        raise
+    finally:
+        if browser is not None:
+            browser.quit()
+        for process in (driver_process, lab):
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        lab_log.close()
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+        else:
+            print(f"kept the temp folder {folder}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--screenshot", type=Path, default=Path("/tmp/explorer_screenshot.png"))
+    parser.add_argument("--chromium", default=CHROMIUM)
+    parser.add_argument("--chromedriver", default=CHROMEDRIVER)
+    parser.add_argument("--keep", action="store_true", help="keep the temp folder (notebook, JupyterLab log)")
+    parser.add_argument("--frontend", choices=["lab", "notebook"], default="lab",
+                        help="JupyterLab 4 (default) or Notebook 7 (the `notebook` package)")
+    args = parser.parse_args()
+    try:
+        seconds = check(args.screenshot, args.chromium, args.chromedriver, args.keep, args.frontend)
+    except CheckFailed as error:
+        print(f"FAILED: {error}")
+        return 1
+    print(f"OK ({args.frontend}): explorer rendered in Chromium, heatmap image present, updated after typing a "
+          f"sentence and moving the slider; {seconds:.0f} s; screenshot {args.screenshot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
