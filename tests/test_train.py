@@ -199,6 +199,21 @@ def test_load_or_train_trains_once_in_fast_mode_then_loads_from_the_cache(tiny_c
     assert train.model_path("lecture-general") == tmp_path / "models" / "lecture-general.pt"  # never the -fast one
 
 
+def test_load_or_train_refuses_a_cached_model_of_another_configuration(tiny_course_data, tmp_path, monkeypatch):
+    # A recipe edited after its model was cached must not silently reuse the old model.
+    monkeypatch.setattr(train, "DATA_DIR", tmp_path)
+    monkeypatch.setenv(train.FAST_ENV, "1")
+    small = dataclasses.replace(train.RECIPES["lecture-general"], embedding_size=8, hidden_size=16)
+    monkeypatch.setitem(train.RECIPES, "lecture-general", small)
+    train.load_or_train("lecture-general", data=tiny_course_data, progress=False, verbose=False)
+    monkeypatch.setitem(train.RECIPES, "lecture-general", dataclasses.replace(small, hidden_size=24))
+    with pytest.raises(train.CheckpointError, match=r"(?s)hidden_size: checkpoint has 16, expected 24.*retrain=True"):
+        train.load_or_train("lecture-general", data=tiny_course_data, progress=False, verbose=False)
+    retrained = train.load_or_train("lecture-general", data=tiny_course_data, retrain=True, progress=False,
+                                    verbose=False)
+    assert retrained.model_config.hidden_size == 24
+
+
 # --------------------------------------------------------------------------------------------- checkpoints
 def make_trained(data, attention="bahdanau") -> train.TrainedModel:
     torch.manual_seed(0)
