@@ -380,6 +380,22 @@ def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1,
 
 
 @torch.no_grad()
+def translate_forced(model, src_vocab, tgt_vocab, sentence: str, output: str) -> Translation:
+    """A given output (a reference, or any sentence typed by hand) force-decoded as a Translation.
+
+    Both sides are normalised like the corpus; `output` gets EOS appended, unknown target words become <unk>.
+    The Translation's attention (T, S) is where the model looks while it is made to produce `output`, and its
+    score is log P(output | sentence). Viz functions draw it like any other translation. Introduced in notebook 06.
+    """
+    words, src_ids, unknown = prepare_source(src_vocab, sentence)
+    output_ids = tgt_vocab.encode(normalize_string(output), add_eos=True)
+    if len(output_ids) == 1:
+        raise ValueError(f"the output {output!r} is empty after normalisation; pass the sentence to force-decode")
+    forced = force_decode(model, torch.tensor(src_ids), torch.tensor(output_ids))  # log_probs (T, V)
+    log_prob = forced.log_probs.gather(1, torch.tensor(output_ids).unsqueeze(1)).sum()  # log P(output | source)
+    return _to_translation(words, unknown, tgt_vocab, output_ids, forced.attention, float(log_prob))
+
+
 def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_width: int = 1,
                     batch_size: int = 64, max_length: int | None = None) -> list[Translation]:
     """Translate many raw sentences; greedy decoding runs in batches of similar length, results keep input order.

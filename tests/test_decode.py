@@ -163,6 +163,22 @@ def test_force_decode_reproduces_greedy_steps(tiny_course_data):
     torch.testing.assert_close(forced.attention, greedy.attention[0, :len(output)], atol=1e-5, rtol=1e-4)
 
 
+def test_translate_forced_of_the_greedy_output_equals_the_greedy_translation(tiny_course_data):
+    data = tiny_course_data
+    model = small_model(data, "bahdanau")
+    greedy = decode.translate(model, data.src_vocab, data.tgt_vocab, "Je suis fatigué.")
+    text = " ".join(greedy.output_tokens[:-1] if greedy.output_tokens[-1] == EOS_TOKEN else greedy.output_tokens)
+    forced = decode.translate_forced(model, data.src_vocab, data.tgt_vocab, "Je suis fatigué.", text)
+    assert forced.source_tokens == greedy.source_tokens
+    assert forced.output_tokens == text.split() + [EOS_TOKEN]
+    assert forced.attention.shape == (len(forced.output_tokens), len(forced.source_tokens))  # (T, S)
+    rows = len(greedy.output_tokens)
+    torch.testing.assert_close(forced.attention[:rows], greedy.attention[:rows], atol=1e-5, rtol=1e-4)
+    assert forced.score < 0.0  # log P(output | source)
+    with pytest.raises(ValueError, match="empty after normalisation"):
+        decode.translate_forced(model, data.src_vocab, data.tgt_vocab, "je suis fatigue .", "123 , ")
+
+
 def test_unknown_words_are_fed_as_unk(tiny_course_data):
     words, ids, unknown = decode.prepare_source(tiny_course_data.src_vocab, "je suis zorglub .")
     assert words == ["je", "suis", "zorglub", "."]
