@@ -33,7 +33,7 @@ def child(what: str, quick: bool) -> None:
             overrides["max_train_pairs"] = 1000
         train_recipe(get_recipe(DEFAULT_RECIPE), data, progress=False, log=None, **overrides)
     elif what == "classic":
-        import classic
+        from course_utils import classic
         train_ids = id_pairs(data.splits.train, data.src_vocab, data.tgt_vocab)
         classic.train_classic(train_ids, len(data.src_vocab), len(data.tgt_vocab), steps=300 if quick else 2000,
                               progress=False)

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import classic  # noqa: E402
+from course_utils import classic  # noqa: E402
 from common import count_flops, id_pairs, load_data, machine, matmul_peak, sync, table  # noqa: E402
 
 from course_utils.data import make_loader  # noqa: E402

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import classic  # noqa: E402
+from course_utils import classic  # noqa: E402
 from common import id_pairs, load_data, machine, table  # noqa: E402
 
 from course_utils.data import DATA_DIR  # noqa: E402

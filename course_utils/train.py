@@ -39,7 +39,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from course_utils.data import (DATA_DIR, PAD_ID, BucketBatchSampler, CourseData, Pair, TranslationDataset, Vocab,
-                               collate_batch, load_course_data)
+                               collate_batch, display_path, load_course_data)
 from course_utils.decode import beam_search, greedy_decode
 from course_utils.seq2seq import ModelConfig, Seq2Seq, count_parameters
 
@@ -698,14 +698,15 @@ def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, re
         except CheckpointError as error:
             raise CheckpointError(f"{error}\n(cached model of recipe {name!r}: retrain it with "
                                   f"load_or_train({name!r}, retrain=True))") from error
-        say(f"Loaded {name}{' (fast mode)' if fast else ''} from {path} "
+        say(f"Loaded {name}{' (fast mode)' if fast else ''} from {display_path(path)} "
             f"(trained {trained.history.train_seconds:.0f} s, {trained.history.epochs} epochs)")
         return trained
-    say(f"Training {name}{' in fast mode (COURSE_FAST=1)' if fast else ''}; it will be cached at {path}")
+    say(f"Training {name}{' in fast mode (COURSE_FAST=1)' if fast else ''}; "
+        f"it will be cached at {display_path(path)}")
     started = time.perf_counter()
     trained = train_recipe(recipe, data, fast=fast, progress=progress, log=say if verbose else None)
     trained.model.cpu()
     save_checkpoint(path, trained)
     say(f"Trained {name} ({count_parameters(trained.model):,} parameters) in {time.perf_counter() - started:.0f} s; "
-        f"saved to {path}")
+        f"saved to {display_path(path)}")
     return trained

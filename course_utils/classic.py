@@ -7,7 +7,7 @@ MAX_LENGTH slots), hidden size 256, teacher forcing with probability 0.5, and a 
 both the encoder and the decoder. Only the data plumbing is shared with the course (same split, same vocabularies,
 ids from `course_utils.data`), so the numbers compare recipes, not corpora.
 
-Used by benchmarks/throughput.py and benchmarks/time_to_quality.py.
+Used by benchmarks/throughput.py, benchmarks/time_to_quality.py and benchmarks/memory.py; run live in notebook 05.
 """
 from __future__ import annotations
 
