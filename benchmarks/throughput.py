@@ -4,7 +4,7 @@
     python benchmarks/throughput.py --quick    # ~30 seconds
     python benchmarks/throughput.py --device cuda --recipes lecture-bahdanau
 
-Reports, for the classic recipe (benchmarks/classic.py) and for each engine recipe, the training throughput in
+Reports, for the classic recipe (course_utils/classic.py) and for each engine recipe, the training throughput in
 target tokens per second (real tokens: padding is not counted), the speed-up over the classic recipe, and the
 useful training FLOP/s: FLOPs per target token counted with torch.utils.flop_counter.FlopCounterMode on single,
 unpadded pairs (forward + backward), times tokens per second, as a fraction of this machine's measured fp32
