@@ -26,7 +26,7 @@ def pad_fraction_solution(batch: data.Batch) -> float:
     return 1 - batch.src_lengths.sum().item() / batch.src.numel()
 
 
-CHECKS = [  # checker, correct solution, typical wrong solutions with a word of the expected hint
+CHECKS_01 = [  # checker, correct solution, typical wrong solutions with a word of the expected hint
     (exercises.check_normalize, normalize_solution, [
         (data.normalize_string_anchored, "anchored-regex bug"),
         (lambda s: data.unicode_to_ascii(s.lower()), "space before"),              # no cleaning at all
@@ -45,28 +45,6 @@ CHECKS = [  # checker, correct solution, typical wrong solutions with a word of 
         (lambda batch: [0.5], "one number"),
     ]),
 ]
-
-
-@pytest.mark.parametrize("check, solution", [(check, solution) for check, solution, _ in CHECKS])
-def test_checker_accepts_a_correct_solution(check, solution, capsys):
-    check(solution)
-    out = capsys.readouterr().out
-    assert "correct!" in out and "not attempted" not in out
-
-
-@pytest.mark.parametrize("check", [check for check, _, _ in CHECKS])
-def test_checker_reports_the_starter_as_not_attempted(check, capsys):
-    check(lambda *args: None)
-    out = capsys.readouterr().out
-    assert "not attempted yet" in out and "correct!" not in out
-
-
-@pytest.mark.parametrize("check, wrong, hint", [(check, wrong, hint) for check, _, mistakes in CHECKS
-                                                for wrong, hint in mistakes])
-def test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
-    with pytest.raises(AssertionError, match=hint):
-        check(wrong)
-    assert "correct!" not in capsys.readouterr().out
 
 
 def test_pad_fraction_checker_accepts_a_tensor_result(capsys):
@@ -133,22 +111,6 @@ CHECKS_03 = [  # checker, correct solution, typical wrong solutions with a word 
 ]
 
 
-@pytest.mark.parametrize("check, solution", [(check, solution) for check, solution, _ in CHECKS_03])
-def test_notebook_03_checker_accepts_a_correct_solution(check, solution, capsys):
-    test_checker_accepts_a_correct_solution(check, solution, capsys)
-
-
-@pytest.mark.parametrize("check", [check for check, _, _ in CHECKS_03])
-def test_notebook_03_checker_reports_the_starter_as_not_attempted(check, capsys):
-    test_checker_reports_the_starter_as_not_attempted(check, capsys)
-
-
-@pytest.mark.parametrize("check, wrong, hint", [(check, wrong, hint) for check, _, mistakes in CHECKS_03
-                                                for wrong, hint in mistakes])
-def test_notebook_03_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
-    test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys)
-
-
 def test_notebook_03_cases_have_pads_large_scores_and_a_batch_without_padding():
     masks = [mask for _, _, mask in exercises._attention_cases()]
     assert any((~mask).any() for mask in masks) and any(mask.all() for mask in masks)
@@ -195,22 +157,6 @@ CHECKS_02 = [
         (lambda outputs, lengths: outputs[:, lengths - 1], r"\(B, H\)"),                        # (B, B, H)
     ]),
 ]
-
-
-@pytest.mark.parametrize("check, solution", [(check, solution) for check, solution, _ in CHECKS_02])
-def test_notebook_02_checker_accepts_a_correct_solution(check, solution, capsys):
-    test_checker_accepts_a_correct_solution(check, solution, capsys)
-
-
-@pytest.mark.parametrize("check", [check for check, _, _ in CHECKS_02])
-def test_notebook_02_checker_reports_the_starter_as_not_attempted(check, capsys):
-    test_checker_reports_the_starter_as_not_attempted(check, capsys)
-
-
-@pytest.mark.parametrize("check, wrong, hint", [(check, wrong, hint) for check, _, mistakes in CHECKS_02
-                                                for wrong, hint in mistakes])
-def test_notebook_02_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
-    test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys)
 
 
 def test_final_state_checker_accepts_advanced_indexing_and_leaves_the_random_state_alone(capsys):
@@ -270,22 +216,6 @@ CHECKS_06 = [  # checker, correct solution, typical wrong solutions with a word 
 ]
 
 
-@pytest.mark.parametrize("check, solution", [(check, solution) for check, solution, _ in CHECKS_06])
-def test_notebook_06_checker_accepts_a_correct_solution(check, solution, capsys):
-    test_checker_accepts_a_correct_solution(check, solution, capsys)
-
-
-@pytest.mark.parametrize("check", [check for check, _, _ in CHECKS_06])
-def test_notebook_06_checker_reports_the_starter_as_not_attempted(check, capsys):
-    test_checker_reports_the_starter_as_not_attempted(check, capsys)
-
-
-@pytest.mark.parametrize("check, wrong, hint", [(check, wrong, hint) for check, _, mistakes in CHECKS_06
-                                                for wrong, hint in mistakes])
-def test_notebook_06_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
-    test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys)
-
-
 def test_notebook_06_cases_have_unequal_lengths_exact_zeros_and_a_one_hot_row():
     maps = exercises._attention_maps()
     assert {(w.shape[0] < w.shape[1], w.shape[0] > w.shape[1]) for w in maps} >= {(True, False), (False, True)}
@@ -340,22 +270,6 @@ CHECKS_04 = [  # checker, correct solution, typical wrong solutions with a word 
         (lambda kind, Hq, K, A: [attention_parameters_solution(kind, Hq, K, A)], "one whole number"),
     ]),
 ]
-
-
-@pytest.mark.parametrize("check, solution", [(check, solution) for check, solution, _ in CHECKS_04])
-def test_notebook_04_checker_accepts_a_correct_solution(check, solution, capsys):
-    test_checker_accepts_a_correct_solution(check, solution, capsys)
-
-
-@pytest.mark.parametrize("check", [check for check, _, _ in CHECKS_04])
-def test_notebook_04_checker_reports_the_starter_as_not_attempted(check, capsys):
-    test_checker_reports_the_starter_as_not_attempted(check, capsys)
-
-
-@pytest.mark.parametrize("check, wrong, hint", [(check, wrong, hint) for check, _, mistakes in CHECKS_04
-                                                for wrong, hint in mistakes])
-def test_notebook_04_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
-    test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys)
 
 
 def test_notebook_04_cases_make_shape_mistakes_fail_and_leave_the_random_state_alone(capsys):
@@ -433,22 +347,6 @@ CHECKS_05 = [  # checker, correct solution, typical wrong solutions with a word 
 ]
 
 
-@pytest.mark.parametrize("check, solution", [(check, solution) for check, solution, _ in CHECKS_05])
-def test_notebook_05_checker_accepts_a_correct_solution(check, solution, capsys):
-    test_checker_accepts_a_correct_solution(check, solution, capsys)
-
-
-@pytest.mark.parametrize("check", [check for check, _, _ in CHECKS_05])
-def test_notebook_05_checker_reports_the_starter_as_not_attempted(check, capsys):
-    test_checker_reports_the_starter_as_not_attempted(check, capsys)
-
-
-@pytest.mark.parametrize("check, wrong, hint", [(check, wrong, hint) for check, _, mistakes in CHECKS_05
-                                                for wrong, hint in mistakes])
-def test_notebook_05_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
-    test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys)
-
-
 def test_notebook_05_cases_are_tricky_and_leave_the_random_state_alone(capsys):
     """Ragged batches and one without padding; greedy outputs that end with EOS and others cut at the cap, with
     more than one distinct output; token counts that make the unweighted mean wrong."""
@@ -464,3 +362,29 @@ def test_notebook_05_cases_are_tricky_and_leave_the_random_state_alone(capsys):
     exercises.check_greedy_decode(greedy_solution)
     assert "correct!" in capsys.readouterr().out
     assert torch.equal(torch.random.get_rng_state(), state)  # the checkers draw from their own generators
+
+
+# ------------------------------------------------------------------ every checker of notebooks 01-06
+ALL_CHECKS = CHECKS_01 + CHECKS_02 + CHECKS_03 + CHECKS_04 + CHECKS_05 + CHECKS_06
+
+
+@pytest.mark.parametrize("check, solution", [(check, solution) for check, solution, _ in ALL_CHECKS])
+def test_checker_accepts_a_correct_solution(check, solution, capsys):
+    check(solution)
+    out = capsys.readouterr().out
+    assert "correct!" in out and "not attempted" not in out
+
+
+@pytest.mark.parametrize("check", [check for check, _, _ in ALL_CHECKS])
+def test_checker_reports_the_starter_as_not_attempted(check, capsys):
+    check(lambda *args: None)
+    out = capsys.readouterr().out
+    assert "not attempted yet" in out and "correct!" not in out
+
+
+@pytest.mark.parametrize("check, wrong, hint", [(check, wrong, hint) for check, _, mistakes in ALL_CHECKS
+                                                for wrong, hint in mistakes])
+def test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
+    with pytest.raises(AssertionError, match=hint):
+        check(wrong)
+    assert "correct!" not in capsys.readouterr().out
