@@ -3,20 +3,16 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from course_utils.data import EOS_ID, PAD_ID
+from course_utils.data import PAD_ID
 from course_utils.encoder import EncoderOutput, EncoderRNN
+from helpers import random_padded_ids
 
 V, E, H = 20, 8, 12
 
 
 def padded_batch(lengths, seed=0):
     """Random sentences of the given lengths (last id EOS), PAD-padded to the longest: (B, S), (B,)."""
-    generator = torch.Generator().manual_seed(seed)
-    src = torch.full((len(lengths), max(lengths)), PAD_ID)
-    for row, length in enumerate(lengths):
-        src[row, :length - 1] = torch.randint(4, V, (length - 1,), generator=generator)
-        src[row, length - 1] = EOS_ID
-    return src, torch.tensor(lengths)
+    return random_padded_ids(lengths, V, seed)
 
 
 def build(bidirectional=False, decoder_hidden_size=None, dropout=0.1):

@@ -7,9 +7,10 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from course_utils.data import EOS_ID, MAX_LENGTH, PAD_ID
+from course_utils.data import MAX_LENGTH, PAD_ID
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
 from course_utils.seq2seq import ATTENTION_KINDS, ModelConfig, Seq2Seq, Seq2SeqOutput, count_parameters
+from helpers import random_padded_ids
 
 V_SRC, V_TGT = 17, 13
 SRC_LENGTHS, TGT_LENGTHS = [4, 7, 2], [5, 3, 6]
@@ -26,18 +27,9 @@ def build(seed=0, **overrides):
     return Seq2Seq(config).eval()
 
 
-def padded(lengths, vocab_size, seed):
-    generator = torch.Generator().manual_seed(seed)
-    ids = torch.full((len(lengths), max(lengths)), PAD_ID)
-    for row, length in enumerate(lengths):
-        ids[row, :length - 1] = torch.randint(4, vocab_size, (length - 1,), generator=generator)
-        ids[row, length - 1] = EOS_ID
-    return ids, torch.tensor(lengths)
-
-
 def make_batch(seed=0):
-    src, src_lengths = padded(SRC_LENGTHS, V_SRC, seed)
-    tgt, tgt_lengths = padded(TGT_LENGTHS, V_TGT, seed + 1)
+    src, src_lengths = random_padded_ids(SRC_LENGTHS, V_SRC, seed)
+    tgt, tgt_lengths = random_padded_ids(TGT_LENGTHS, V_TGT, seed + 1)
     return src, src_lengths, tgt, tgt_lengths
 
 
