@@ -2,7 +2,8 @@
 
     python3 -m course_utils.bootstrap lab          # make .venv, install, check the data, open JupyterLab
     python3 -m course_utils.bootstrap lab --headless   # same, but print the URL instead of opening a browser
-    python3 -m course_utils.bootstrap test         # make or reuse .venv, run unit tests and nbval on every notebook
+    python3 -m course_utils.bootstrap test         # make or reuse .venv, run unit tests, nbval on every notebook
+                                                   # and, where Chromium is installed, the explorer in a browser
 
 Standard library only: this file runs with the bare ``python3`` of a fresh machine, before anything is installed.
 The environment is rebuilt only when ``requirements.txt`` or ``pyproject.toml`` change (a hash stamp in .venv).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -21,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv"
 STAMP = VENV / ".course-requirements.sha256"
 SANITIZE_FILE = REPO / "tests" / "nbval_sanitize.cfg"
+BROWSER_CHECK = REPO / "tests" / "browser" / "run_explorer_check.py"
 
 
 def venv_python() -> Path:
@@ -78,14 +81,32 @@ def open_lab(headless: bool, port: int) -> None:
 
 
 def run_tests(pytest_args: list[str]) -> None:
-    """Unit tests and every notebook under nbval, in one pytest run (NBVAL_CHECK_OUTPUT cells are compared).
+    """The explorer in a browser (where Chromium exists), then unit tests and every notebook under nbval in one
+    pytest run (NBVAL_CHECK_OUTPUT cells are compared).
 
     Notebooks run in the fast mode (COURSE_FAST=1: short training) unless the caller sets COURSE_FAST=0.
     """
     python = ensure_environment()
+    run_browser_check(python)  # first, so that pytest's summary is the run's last line
     run([python, "-m", "pytest", "tests", "notebooks", "--nbval-lax",
          "--nbval-sanitize-with", SANITIZE_FILE.relative_to(REPO), "--nbval-cell-timeout", "900", *pytest_args],
         env={**os.environ, "COURSE_FAST": os.environ.get("COURSE_FAST", "1")})
+
+
+def run_browser_check(python: Path) -> None:
+    """The explorer in a real browser (JupyterLab + headless Chromium), when Chromium and chromedriver exist.
+
+    COURSE_BROWSER_CHECK=1 (set by CI) makes a missing browser an error instead of a note.
+    """
+    have_browser = shutil.which("chromium") and shutil.which("chromedriver")
+    if not have_browser:
+        if os.environ.get("COURSE_BROWSER_CHECK") == "1":
+            sys.exit("COURSE_BROWSER_CHECK=1 but chromium/chromedriver are missing: "
+                     "apt-get install -y chromium chromium-driver")
+        print("Browser check of the explorer not run: no chromium/chromedriver "
+              "(apt-get install -y chromium chromium-driver; see tests/browser/run_explorer_check.py).", flush=True)
+        return
+    run([python, BROWSER_CHECK])
 
 
 def main(argv: list[str] | None = None) -> None:
