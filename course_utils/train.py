@@ -26,6 +26,7 @@ import collections
 import dataclasses
 import math
 import os
+import random
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -104,8 +105,8 @@ class TrainConfig:
     time_budget: float | None = None  # stop training after this many seconds (checked after every batch)
     eval_bleu: bool = True  # greedy-decode the dev set after every epoch for dev BLEU (costs a few seconds)
     eval_batch_size: int = 256  # pairs per batch when evaluating
-    max_train_pairs: int | None = None  # use only the first N training pairs (fast mode)
-    max_eval_pairs: int | None = None  # evaluate on only the first N dev pairs per epoch (fast mode)
+    max_train_pairs: int | None = None  # train on a seeded random sample of N training pairs (fast mode)
+    max_eval_pairs: int | None = None  # evaluate on a seeded random sample of N dev pairs per epoch (fast mode)
 
     def __post_init__(self):
         if self.epochs < 1 or self.batch_size < 1:
@@ -215,6 +216,18 @@ def make_train_loader(pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab: Vocab,
     return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch)
 
 
+def sample_pairs(pairs: Sequence[Pair], count: int | None, seed: int) -> list[Pair]:
+    """A seeded random sample of `count` pairs, in their original order (all of them when count is None).
+
+    Not the first `count`: the splits keep corpus order, which is roughly shortest first, so a prefix would be a
+    biased subset. Introduced in notebook 05.
+    """
+    if count is None or count >= len(pairs):
+        return list(pairs)
+    chosen = sorted(random.Random(seed).sample(range(len(pairs)), count))
+    return [pairs[index] for index in chosen]
+
+
 def make_optimizer(model: Seq2Seq, config: TrainConfig) -> torch.optim.Optimizer:
     """Adam over all parameters (the fused kernel where PyTorch has one). Introduced in notebook 05."""
     try:
@@ -245,8 +258,8 @@ def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool 
     torch.manual_seed(config.seed)
     device = resolve_device(config.device)
     model.to(device)
-    train_pairs = data.splits.train[:config.max_train_pairs]
-    dev_pairs = data.splits.dev[:config.max_eval_pairs]
+    train_pairs = sample_pairs(data.splits.train, config.max_train_pairs, config.seed)
+    dev_pairs = sample_pairs(data.splits.dev, config.max_eval_pairs, config.seed)
     loader = make_train_loader(train_pairs, data.src_vocab, data.tgt_vocab, config.batch_size, config.seed,
                                config.bucket_by)
     optimizer = make_optimizer(model, config)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from course_utils import train
-from course_utils.data import PAD_ID, collate_batch, TranslationDataset
+from course_utils.data import PAD_ID, Pair, TranslationDataset, collate_batch
 from course_utils.decode import greedy_decode, translate
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 
@@ -262,3 +262,14 @@ def test_files_that_are_not_checkpoints_raise_checkpoint_error(tmp_path):
         train.load_checkpoint(tmp_path / "other.pt")
     with pytest.raises(train.CheckpointError, match="no checkpoint at"):
         train.load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_subsets_for_fast_mode_are_seeded_samples_not_the_shortest_prefix():
+    # The splits keep corpus order (roughly shortest first): a prefix would train and score only short sentences.
+    pairs = [Pair("x " * length, "y " * length) for length in range(1, 101)]  # lengths 1..100, in order
+    subset = train.sample_pairs(pairs, 10, seed=0)
+    assert len(subset) == 10 and len(set(subset)) == 10 and set(subset) <= set(pairs)
+    assert subset != pairs[:10] and max(len(p.source) for p in subset) > len(pairs[9].source)
+    assert subset == [p for p in pairs if p in subset]  # original order kept
+    assert subset == train.sample_pairs(pairs, 10, seed=0) and subset != train.sample_pairs(pairs, 10, seed=1)
+    assert train.sample_pairs(pairs, None, seed=0) == pairs and train.sample_pairs(pairs, 500, seed=0) == pairs
