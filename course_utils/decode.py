@@ -60,8 +60,12 @@ def _check_source_fits(model, source_length: int) -> None:
                 "content-based attention (bahdanau, dot, general, concat), which handles any length")
 
 
-def _allowed(log_probs: Tensor) -> Tensor:
-    """Forbid the tokens no translation may contain: PAD and SOS are never targets. log_probs (B, V) -> (B, V)."""
+def forbid_special_tokens(log_probs: Tensor) -> Tensor:
+    """Forbid the tokens no translation may contain: PAD and SOS are never targets. log_probs (..., V) -> (..., V).
+
+    Greedy and beam search pick from this; the explorer ranks its next-token candidates with it. Introduced in
+    notebook 05.
+    """
     return log_probs.index_fill(-1, torch.tensor([PAD_ID, SOS_ID], device=log_probs.device), -math.inf)  # (B, V)
 
 
@@ -127,7 +131,7 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | Non
     tokens, weights = [], []
     for t in range(int(caps.max())):
         step = model.decoder.step(prev_tokens, state, memory)
-        best_log_probs, next_tokens = _allowed(step.log_probs).max(dim=-1)  # (B,), (B,)
+        best_log_probs, next_tokens = forbid_special_tokens(step.log_probs).max(dim=-1)  # (B,), (B,)
         next_tokens = next_tokens.masked_fill(finished, PAD_ID)  # (B,) rows that ended keep emitting PAD
         log_prob += best_log_probs.masked_fill(finished, 0.0)
         step_weights = _step_weights(step.weights, source_length)
@@ -218,7 +222,7 @@ def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None 
     for t in range(cap):
         step = model.decoder.step(prev_tokens, state, memory)
         vocab_size = step.log_probs.size(-1)
-        candidates = (alive_log_probs.unsqueeze(1) + _allowed(step.log_probs)).reshape(-1)  # (N * V,)
+        candidates = (alive_log_probs.unsqueeze(1) + forbid_special_tokens(step.log_probs)).reshape(-1)  # (N * V,)
         open_slots = beam_width - len(done)
         top_log_probs, top_index = candidates.topk(min(open_slots, candidates.numel()))  # (n,)
         parents = torch.div(top_index, vocab_size, rounding_mode="floor")  # (n,)

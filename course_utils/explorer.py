@@ -28,8 +28,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from course_utils.data import PAD_ID, SOS_ID
-from course_utils.decode import force_decode, prepare_source, translate
+from course_utils.decode import forbid_special_tokens, force_decode, prepare_source, translate
 from course_utils.viz import CELL_INCHES, plot_attention, plot_top_k
 
 MODES = ("greedy", "beam")
@@ -111,8 +110,7 @@ def _decode(trained, sentence: str, mode: str, beam_width: int, top_k: int) -> _
     _, src_ids, _ = prepare_source(trained.src_vocab, sentence)
     output_ids = [trained.tgt_vocab.word2index[token] for token in translation.output_tokens]
     forced = force_decode(trained.model, torch.tensor(src_ids), torch.tensor(output_ids))
-    probs = forced.log_probs.exp()  # (T, V)
-    probs[:, [PAD_ID, SOS_ID]] = 0.0  # never candidates: decoding forbids them too (decode.greedy_decode)
+    probs = forbid_special_tokens(forced.log_probs).exp()  # (T, V): PAD and SOS get 0, as in decoding
     top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)), dim=-1)  # (T, k), (T, k)
     index2word = trained.tgt_vocab.index2word
     top_tokens = [[index2word[i] for i in row] for row in top_ids.tolist()]
