@@ -539,6 +539,20 @@ def _seeded_weights(module: torch.nn.Module, generator: torch.Generator) -> torc
     return module
 
 
+def _scorer_cases(build: Callable[[int, int, int], torch.nn.Module], seed: int) -> list[tuple]:
+    """(query, keys, scorer) for every `_score_cases()` shape; scorer = build(Hq, K, A) with seeded weights.
+
+    The module is built inside fork_rng, so its own initialisation does not move the student's random state.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    cases = []
+    for query, keys, attention_size in _score_cases():
+        with torch.random.fork_rng():
+            scorer = build(query.shape[-1], keys.shape[-1], attention_size)
+        cases.append((query, keys, _seeded_weights(scorer, generator)))
+    return cases
+
+
 def _expect_scores(exercise: str, got: object, expected: torch.Tensor, hint: str,
                    mistakes: dict[str, torch.Tensor]) -> None:
     """Compare student scores with `expected` (B, T, S); name the mistake when `got` equals one of `mistakes`."""
@@ -565,14 +579,9 @@ def check_general_score(student_fn: Callable[[torch.Tensor, torch.Tensor, torch.
     """
     from course_utils.attention import GeneralAttention
     exercise = "general_score"
-    generator = torch.Generator().manual_seed(11)
     hint = ("`weight` is nn.Linear's (K, Hq) matrix, so W = weight.T and q^T W k = (query @ weight.T) @ keys^T: "
             "torch.einsum('bth,kh,bsk->bts', query, weight, keys); return the raw scores (no softmax, no scaling)")
-    cases = []
-    for query, keys, _ in _score_cases():
-        with torch.random.fork_rng():  # the module's own initialisation must not move the student's random state
-            attention = GeneralAttention(query.shape[-1], keys.shape[-1])
-        cases.append((query, keys, _seeded_weights(attention, generator)))
+    cases = _scorer_cases(lambda query_size, key_size, _: GeneralAttention(query_size, key_size), seed=11)
     if not _attempted(exercise, _call_student(exercise, student_fn, (cases[0][0], cases[0][1],
                                                                     cases[0][2].linear.weight.detach()), hint)):
         return
@@ -599,14 +608,9 @@ def check_bahdanau_score(student_fn: Callable[..., torch.Tensor]) -> None:
     """
     from course_utils.attention import BahdanauAttention
     exercise = "bahdanau_score"
-    generator = torch.Generator().manual_seed(12)
     hint = ("W q is query @ W.T (B, T, A), U k is keys @ U.T (B, S, A); add them as (B, T, 1, A) + (B, 1, S, A) "
             "-> (B, T, S, A), apply tanh, then the dot product with v over A -> (B, T, S)")
-    cases = []
-    for query, keys, attention_size in _score_cases():
-        with torch.random.fork_rng():
-            attention = BahdanauAttention(query.shape[-1], keys.shape[-1], attention_size)
-        cases.append((query, keys, _seeded_weights(attention, generator)))
+    cases = _scorer_cases(BahdanauAttention, seed=12)
 
     def arguments(query, keys, attention):
         return (query, keys, attention.query_layer.weight.detach(), attention.key_layer.weight.detach(),
