@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.recipe:
-        from course_utils.train import load_or_train
+        from course_utils.recipes import load_or_train
 
         trained = load_or_train(args.recipe, verbose=False)
     else:

@@ -27,7 +27,7 @@ def child(what: str, quick: bool) -> None:
 
     data = load_data()
     if what == "lecture":
-        from course_utils.train import DEFAULT_RECIPE, get_recipe, train_recipe
+        from course_utils.recipes import DEFAULT_RECIPE, get_recipe, train_recipe
         overrides = dict(epochs=1, device="cpu", eval_bleu=False)
         if quick:
             overrides["max_train_pairs"] = 1000
@@ -50,7 +50,8 @@ def main(argv=None) -> int:
         child(args.child, args.quick)
         return 0
     from common import machine, table
-    from course_utils.train import DEFAULT_RECIPE
+
+    from course_utils.recipes import DEFAULT_RECIPE
 
     print(f"machine: {machine()}")
     peaks = {}

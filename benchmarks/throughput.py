@@ -16,18 +16,21 @@ import argparse
 import random
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from course_utils import classic  # noqa: E402
 from common import count_flops, id_pairs, load_data, machine, matmul_peak, sync, table  # noqa: E402
 
+from course_utils import classic  # noqa: E402
 from course_utils.data import make_loader  # noqa: E402
+from course_utils.loss import masked_nll_loss  # noqa: E402
+from course_utils.recipes import get_recipe  # noqa: E402
+from course_utils.runtime import resolve_device  # noqa: E402
 from course_utils.seq2seq import Seq2Seq, count_parameters  # noqa: E402
-from course_utils.train import (get_recipe, make_optimizer, make_train_loader, masked_nll_loss,  # noqa: E402
-                                resolve_device)
+from course_utils.train import make_optimizer, train_step  # noqa: E402
 
 
 def classic_throughput(train_ids, src_size, tgt_size, steps: int, threads: int) -> float:
@@ -48,52 +51,52 @@ def classic_flops_per_token(train_ids, src_size, tgt_size, sample: int = 64) -> 
     random.seed(0)
     flops, tokens = 0, 0
     for src_ids, tgt_ids in random.sample(train_ids, sample):
-        ran = []
-        flops += count_flops(lambda: ran.append(classic.train_step(model, optimizers, src_ids, tgt_ids)[1]))
-        tokens += ran[0]
+        steps_run: list[int] = []  # decoder steps: fewer than the target's tokens when free running stops at EOS
+
+        def step(src_ids=src_ids, tgt_ids=tgt_ids, steps_run=steps_run):
+            steps_run.append(classic.train_step(model, optimizers, src_ids, tgt_ids)[1])
+
+        flops += count_flops(step)
+        tokens += steps_run[0]
     return flops / tokens
+
+
+def forward_backward(model, batch, teacher_forcing_ratio: float) -> None:
+    """Forward and backward pass of the masked loss on one batch (what FLOPs are counted on)."""
+    log_probs = model(batch.src, batch.src_lengths, batch.tgt, teacher_forcing_ratio).log_probs  # (B, T, V)
+    masked_nll_loss(log_probs, batch.tgt).backward()
 
 
 def engine_flops_per_token(model, data, teacher_forcing_ratio: float, sample: int = 64) -> float:
     """FLOPs per target token of forward + backward on `sample` single pairs (no padding at all)."""
     loader = make_loader(random.Random(0).sample(data.splits.train, sample), data.src_vocab, data.tgt_vocab,
-                         batch_size=1, shuffle=False, bucket=False)
-    device = next(model.parameters()).device
+                         batch_size=1, shuffle=False, bucket_by=None)
+    device = model.device
     flops, tokens = 0, 0
     for batch in loader:
         batch = batch.to(device)
 
-        def step():
-            log_probs = model(batch.src, batch.src_lengths, batch.tgt, teacher_forcing_ratio).log_probs
-            masked_nll_loss(log_probs, batch.tgt).backward()
-
-        flops += count_flops(step)
+        flops += count_flops(partial(forward_backward, model, batch, teacher_forcing_ratio))
         tokens += int(batch.tgt_lengths.sum())
     model.zero_grad(set_to_none=True)
     return flops / tokens
 
 
 def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None) -> tuple[float, Seq2Seq, int]:
-    """(target tokens/s, model, batch size) of the engine's training step on the recipe's model and settings."""
+    """(target tokens/s, model, batch size) of training's own `train_step` on the recipe's model and settings."""
     config = recipe.train_config(device=str(device), **({"batch_size": batch_size} if batch_size else {}))
     torch.manual_seed(config.seed)
     model = Seq2Seq(recipe.model_config(data.src_vocab, data.tgt_vocab)).to(device).train()
     optimizer = make_optimizer(model, config)
-    loader = make_train_loader(data.splits.train, data.src_vocab, data.tgt_vocab, config.batch_size, config.seed)
+    loader = make_loader(data.splits.train, data.src_vocab, data.tgt_vocab, config.batch_size,
+                         bucket_by=config.bucket_by, seed=config.seed)
 
     def batches():
         while True:
             yield from loader
 
-    def one_step(batch) -> int:
-        batch = batch.to(device)
-        log_probs = model(batch.src, batch.src_lengths, batch.tgt, config.teacher_forcing_ratio).log_probs
-        loss = masked_nll_loss(log_probs, batch.tgt)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-        optimizer.step()
-        return int(batch.tgt_lengths.sum())
+    def one_step(batch) -> int:  # the very step that train_epoch runs (label smoothing and clipping included)
+        return train_step(model, batch.to(device), optimizer, config).tokens
 
     stream = batches()
     for _ in range(3):  # warm-up
@@ -143,7 +146,7 @@ def main(argv=None) -> int:
     for name in args.recipes:
         recipe = get_recipe(name)
         speed, model, batch_size = engine_throughput(recipe, data, seconds, device, args.batch_size)
-        flops = engine_flops_per_token(model, data, recipe.teacher_forcing_ratio, sample=16 if args.quick else 64)
+        flops = engine_flops_per_token(model, data, recipe.train.teacher_forcing_ratio, sample=16 if args.quick else 64)
         rows.append([name, f"{count_parameters(model):,}", str(batch_size), device.type, f"{speed:,.0f}",
                      f"{speed / classic_speed:.1f}x", f"{flops / 1e6:.1f}", f"{speed * flops / 1e9:.2f}",
                      f"{speed * flops / peak:.1%}"])

@@ -21,12 +21,13 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from course_utils import classic  # noqa: E402
 from common import id_pairs, load_data, machine, table  # noqa: E402
 
-from course_utils.data import DATA_DIR  # noqa: E402
+from course_utils import classic  # noqa: E402
+from course_utils.corpus import data_dir  # noqa: E402
+from course_utils.evaluate import evaluate  # noqa: E402
 from course_utils.metrics import corpus_scores  # noqa: E402
-from course_utils.train import DEFAULT_RECIPE, evaluate, get_recipe, train_recipe  # noqa: E402
+from course_utils.recipes import DEFAULT_RECIPE, get_recipe, train_recipe  # noqa: E402
 
 
 def run_classic(data, steps: int, seed: int) -> dict:
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
     print(f"machine: {machine()}")
     data = load_data()
 
-    cache = DATA_DIR / "benchmarks" / f"classic-{steps}-seed0.json"
+    cache = data_dir() / "benchmarks" / f"classic-{steps}-seed0.json"
     if args.reuse_classic and cache.exists():
         baseline = json.loads(cache.read_text())
         print(f"classic result reused from {cache}")

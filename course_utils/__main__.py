@@ -19,12 +19,12 @@ import sys
 # ---------------------------------------------------------------------------------------------------------- data
 def cmd_data_check(args: argparse.Namespace) -> int:
     """Locate the corpus (downloading it if allowed), verify it, print where it is and what it holds."""
-    from course_utils import data
+    from course_utils import corpus
 
     try:
-        path = data.find_corpus(download=not args.no_download)
-        report = data.check_corpus(path)
-    except data.CorpusError as error:
+        path = corpus.find_corpus(download=not args.no_download)
+        report = corpus.check_corpus(path)
+    except corpus.CorpusError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(report)
@@ -65,23 +65,26 @@ def add_data_parser(commands: argparse._SubParsersAction) -> None:
 
 
 # -------------------------------------------------------------------------------------------------------- train
-ATTENTION_CHOICES = ("bahdanau", "dot", "general", "concat", "none")
+def _attention_choices() -> tuple[str, ...]:
+    """The attention kinds a lecture recipe can be trained with: seq2seq.ATTENTION_KINDS without the 2017 exhibit."""
+    from course_utils.seq2seq import ATTENTION_KINDS
+
+    return tuple(kind for kind in ATTENTION_KINDS if kind != "location")
 
 
 def _recipe_from_args(args: argparse.Namespace, attention: str | None = None):
     """The named recipe with the command line's overrides applied (None keeps the recipe's value)."""
-    import dataclasses
+    from course_utils.recipes import get_recipe
 
-    from course_utils import train
-
-    recipe = train.get_recipe(args.recipe)
-    overrides = {field: value for field, value in (
-        ("attention", attention), ("hidden_size", args.hidden), ("epochs", args.epochs),
-        ("seed", args.seed), ("batch_size", args.batch_size), ("learning_rate", args.lr),
+    recipe = get_recipe(args.recipe)
+    model_overrides = {field: value for field, value in (("attention", attention), ("hidden_size", args.hidden))
+                       if value is not None}
+    train_overrides = {field: value for field, value in (
+        ("epochs", args.epochs), ("seed", args.seed), ("batch_size", args.batch_size), ("learning_rate", args.lr),
         ("time_budget", args.time_budget)) if value is not None}
-    recipe = dataclasses.replace(recipe, **overrides)
-    if "attention" in overrides and overrides["attention"] != train.get_recipe(args.recipe).attention:
-        recipe = dataclasses.replace(recipe, name=f"{args.recipe.split('-')[0]}-{recipe.attention}")
+    recipe = recipe.with_model(**model_overrides).with_training(**train_overrides)
+    if recipe.model.attention != get_recipe(args.recipe).model.attention:
+        recipe = recipe.with_model(name=f"{args.recipe.split('-')[0]}-{recipe.model.attention}")
     return recipe
 
 
@@ -89,8 +92,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Train one model, print per-epoch metrics and the test scores, save the checkpoint and an attention figure."""
     from pathlib import Path
 
-    from course_utils import data, train
+    from course_utils import data
+    from course_utils.checkpoints import save_checkpoint
+    from course_utils.corpus import data_dir
     from course_utils.decode import translate_batch
+    from course_utils.evaluate import evaluate
+    from course_utils.recipes import FAST_EVAL_PAIRS, train_recipe
+    from course_utils.runtime import fast_mode
 
     try:
         recipe = _recipe_from_args(args, args.attention)
@@ -98,15 +106,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     except (KeyError, ValueError, data.CorpusError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    fast = args.fast or train.fast_mode()
-    default_output = train.DATA_DIR / "models" / f"cli-{recipe.name}{'-fast' if fast else ''}.pt"
+    fast = args.fast or fast_mode()
+    default_output = data_dir() / "models" / f"cli-{recipe.name}{'-fast' if fast else ''}.pt"
     output = Path(args.output) if args.output else default_output
     print(f"Training {recipe.name}{' in fast mode' if fast else ''}: {recipe}")
     explicit = {"epochs": args.epochs} if args.epochs else {}  # wins over fast mode's single epoch
-    trained = train.train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device,
-                                 **explicit)
-    test_pairs = course.splits.test[:train.FAST_EVAL_PAIRS] if fast else course.splits.test
-    result = train.evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab,
+    trained = train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device, **explicit)
+    test_pairs = course.splits.test[:FAST_EVAL_PAIRS] if fast else course.splits.test
+    result = evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab,
                             beam_width=recipe.beam_width)
     decoding = "greedy" if recipe.beam_width == 1 else f"beam search, width {recipe.beam_width}"
     print(f"\ntest ({len(test_pairs):,} pairs, {decoding}): BLEU {result.bleu:.2f}  chrF {result.chrf:.2f}  "
@@ -114,7 +121,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"sacreBLEU signature: {result.signature}\n")
     print(result.table(n=args.examples))
     trained.model.cpu()
-    train.save_checkpoint(output, trained)
+    save_checkpoint(output, trained)
     print(f"\ncheckpoint saved to {output}")
     if trained.model_config.attention == "none":
         print("no attention figure: this model has no attention")
@@ -131,7 +138,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def add_recipe_arguments(parser: argparse.ArgumentParser, default_recipe: str) -> None:
     """The options `train` and `compare` share: a recipe and overrides of its settings."""
-    parser.add_argument("--recipe", default=default_recipe, help="a recipe of course_utils.train.RECIPES "
+    parser.add_argument("--recipe", default=default_recipe, help="a recipe of course_utils.recipes.RECIPES "
                         f"(default {default_recipe}); the options below override its settings")
     parser.add_argument("--hidden", type=int, default=None, help="hidden size H")
     parser.add_argument("--epochs", type=int, default=None)
@@ -147,7 +154,7 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, default_recipe: str) -
 def add_train_parser(commands: argparse._SubParsersAction) -> None:
     """`train`."""
     parser = commands.add_parser("train", help="train a model, report test BLEU/chrF, save a checkpoint")
-    parser.add_argument("--attention", choices=ATTENTION_CHOICES, default=None,
+    parser.add_argument("--attention", choices=_attention_choices(), default=None,
                         help="attention type (default: the recipe's)")
     add_recipe_arguments(parser, "lecture-bahdanau")
     parser.add_argument("--output", default=None, help="checkpoint path (default data/models/cli-<recipe>.pt); "
@@ -191,8 +198,8 @@ def _translate_stdin(trained, args: argparse.Namespace) -> int:
 
 def cmd_translate(args: argparse.Namespace) -> int:
     """Translate the sentence argument, or every line of standard input."""
+    from course_utils.checkpoints import CheckpointError, load_checkpoint
     from course_utils.decode import attention_table, translate
-    from course_utils.train import CheckpointError, load_checkpoint
 
     if args.beam < 1:
         print(f"error: --beam must be at least 1, got {args.beam}", file=sys.stderr)
@@ -235,10 +242,13 @@ def add_translate_parser(commands: argparse._SubParsersAction) -> None:
 # ------------------------------------------------------------------------------------------------------ compare
 def cmd_compare(args: argparse.Namespace) -> int:
     """Train every attention type with one budget, seed and data; print one table and save the loss curves."""
-    import dataclasses
     from pathlib import Path
 
-    from course_utils import data, train
+    from course_utils import data
+    from course_utils.corpus import data_dir
+    from course_utils.evaluate import evaluate
+    from course_utils.recipes import FAST_EVAL_PAIRS, RECIPES, train_recipe
+    from course_utils.runtime import fast_mode
     from course_utils.seq2seq import count_parameters
 
     try:
@@ -247,21 +257,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except (KeyError, ValueError, data.CorpusError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    fast = args.fast or train.fast_mode()
-    test_pairs = course.splits.test[:train.FAST_EVAL_PAIRS] if fast else course.splits.test
+    fast = args.fast or fast_mode()
+    test_pairs = course.splits.test[:FAST_EVAL_PAIRS] if fast else course.splits.test
     rows, histories = [], {}
-    for attention in args.attention:
-        recipe = dataclasses.replace(base, attention=attention, name=f"{base.name.split('-')[0]}-{attention}")
-        if base.bidirectional and attention == "dot":
+    attentions = args.attention or [recipe.model.attention for name, recipe in RECIPES.items()
+                                    if name.startswith("lecture-")]
+    for attention in attentions:
+        recipe = base.with_model(name=f"{base.name.split('-')[0]}-{attention}", attention=attention)
+        if base.model.bidirectional and attention in ("dot", "scaled_dot"):
             print("note: dot attention needs keys of the decoder's size; training it with a unidirectional encoder")
-            recipe = dataclasses.replace(recipe, bidirectional=False)
+            recipe = recipe.with_model(bidirectional=False)
         print(f"\n== {recipe.name}")
         explicit = {"epochs": args.epochs} if args.epochs else {}  # wins over fast mode's single epoch
-        trained = train.train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device,
-                                     **explicit)
-        dev_pairs = course.splits.dev[:train.FAST_EVAL_PAIRS] if fast else course.splits.dev
-        dev = train.evaluate(trained.model, dev_pairs, course.src_vocab, course.tgt_vocab)
-        test = train.evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab,
+        trained = train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device,
+                               **explicit)
+        dev_pairs = course.splits.dev[:FAST_EVAL_PAIRS] if fast else course.splits.dev
+        dev = evaluate(trained.model, dev_pairs, course.src_vocab, course.tgt_vocab)
+        test = evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab,
                               beam_width=recipe.beam_width)
         history = trained.history
         histories[attention] = history
@@ -273,11 +285,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in [header, ["-" * w for w in widths]] + rows:
         cells = [cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths))]
         print("  ".join(cells))
-    print(f"\nsame data (train {len(course.splits.train):,} pairs), seed {base.seed}, recipe {args.recipe}"
+    print(f"\nsame data (train {len(course.splits.train):,} pairs), seed {base.train.seed}, recipe {args.recipe}"
           f"{' (fast mode)' if fast else ''}; sacreBLEU: {test.signature}")
     from course_utils import viz
 
-    figure_path = Path(args.figure) if args.figure else train.DATA_DIR / "compare" / "loss_curves.png"
+    figure_path = Path(args.figure) if args.figure else data_dir() / "compare" / "loss_curves.png"
     viz.save_figure(viz.plot_history(histories, title=f"{args.recipe}: every attention type"), figure_path)
     print(f"loss curves saved to {figure_path}")
     return 0
@@ -287,8 +299,8 @@ def add_compare_parser(commands: argparse._SubParsersAction) -> None:
     """`compare`."""
     parser = commands.add_parser("compare", help="train every attention type under one budget; one table")
     add_recipe_arguments(parser, "lecture-bahdanau")
-    parser.add_argument("--attention", nargs="+", choices=ATTENTION_CHOICES, default=list(ATTENTION_CHOICES),
-                        help="which attention types (default: all)")
+    parser.add_argument("--attention", nargs="+", choices=_attention_choices(),
+                        default=None, help="which attention types (default: those of the lecture recipes)")
     parser.add_argument("--figure", default=None, help="loss-curve PNG (default data/compare/loss_curves.png)")
     parser.set_defaults(func=cmd_compare)
 

@@ -83,7 +83,8 @@ class BahdanauAttention(Attention):
     """Additive attention (Bahdanau et al., 2015): score(q, k) = v^T tanh(W q + U k).
 
     U k does not depend on the decoder step, so `project_keys` computes it once per sentence (B, S, A); the decoder
-    keeps it in its Memory. No biases, as in the paper. Introduced in notebook 03.
+    keeps it in its Memory. No biases, as in the paper. Sizes: query_size Hq, key_size K, attention_size A.
+    Introduced in notebook 03.
     """
 
     def __init__(self, query_size: int, key_size: int, attention_size: int):
@@ -149,7 +150,8 @@ class ConcatAttention(Attention):
     Splitting W = [W_q W_k] shows W [q; k] = W_q q + W_k k, Bahdanau's form; the code keeps the literal
     concatenation so it reads like the paper. A widely read article instead computes tanh(W (q + k)) (one W on
     the sum, which also forces Hq == K) and draws v from an uninitialised torch.FloatTensor; here v is an
-    nn.Linear with PyTorch's default (bounded uniform) initialisation. Introduced in notebook 04.
+    nn.Linear with PyTorch's default (bounded uniform) initialisation. Sizes: query_size Hq, key_size K,
+    attention_size A. Introduced in notebook 04.
     """
 
     def __init__(self, query_size: int, key_size: int, attention_size: int):

@@ -21,12 +21,15 @@ Introduced in notebook 05 (decoding) and used in notebook 06 (attention explorer
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from course_utils.data import EOS_ID, EOS_TOKEN, PAD_ID, SOS_ID, UNK_ID, normalize_string
+from course_utils.data import normalize_string
+from course_utils.runtime import eval_mode
+from course_utils.vocab import EOS_ID, EOS_TOKEN, PAD_ID, SOS_ID, UNK_ID
 
 # Default output length cap: a translation may be at most `LENGTH_RATIO * source length + LENGTH_MARGIN` tokens
 # (EOS included). French->English sentences of the course are about as long as their sources, so this never cuts a
@@ -84,6 +87,8 @@ class GreedyOutput(NamedTuple):
     lengths:   (B,) long, tokens per row (EOS included when produced).
     attention: (B, T, S) float or None (model without attention); rows after a sentence ended are 0.
     log_prob:  (B,) float, total log-probability of each row's tokens.
+
+    Introduced in notebook 05.
     """
 
     tokens: Tensor
@@ -114,37 +119,34 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | Non
         raise ValueError(f"src must be (B, S) ids, got shape {tuple(src.shape)}; add a batch dimension with "
                          "src.unsqueeze(0)")
     _check_source_fits(model, src.size(1))
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    src = src.to(device)
-    src_lengths = src_lengths.cpu()
-    batch_size, source_length = src.shape
-    caps = (default_max_lengths(src_lengths) if max_length is None
-            else torch.full((batch_size,), int(max_length), dtype=torch.long)).to(device)  # (B,)
+    with eval_mode(model):
+        device = model.device
+        src = src.to(device)
+        src_lengths = src_lengths.cpu()
+        batch_size, source_length = src.shape
+        caps = (default_max_lengths(src_lengths) if max_length is None
+                else torch.full((batch_size,), int(max_length), dtype=torch.long)).to(device)  # (B,)
 
-    memory, state = model.encode(src, src_lengths)
-    prev_tokens = torch.full((batch_size,), SOS_ID, dtype=torch.long, device=device)  # (B,)
-    finished = torch.zeros(batch_size, dtype=torch.bool, device=device)  # (B,)
-    lengths = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,)
-    log_prob = torch.zeros(batch_size, device=device)  # (B,)
-    tokens, weights = [], []
-    for t in range(int(caps.max())):
-        step = model.decoder.step(prev_tokens, state, memory)
-        best_log_probs, next_tokens = forbid_special_tokens(step.log_probs).max(dim=-1)  # (B,), (B,)
-        next_tokens = next_tokens.masked_fill(finished, PAD_ID)  # (B,) rows that ended keep emitting PAD
-        log_prob += best_log_probs.masked_fill(finished, 0.0)
-        step_weights = _step_weights(step.weights, source_length)
-        if step_weights is not None:
-            weights.append(step_weights.masked_fill(finished.unsqueeze(1), 0.0))  # (B, S)
-        tokens.append(next_tokens)
-        lengths += (~finished).long()
-        finished = finished | (next_tokens == EOS_ID) | (lengths >= caps)  # (B,)
-        prev_tokens, state = next_tokens, step.state
-        if bool(finished.all()):
-            break
-    if was_training:
-        model.train()
+        memory, state = model.encode(src, src_lengths)
+        prev_tokens = torch.full((batch_size,), SOS_ID, dtype=torch.long, device=device)  # (B,)
+        finished = torch.zeros(batch_size, dtype=torch.bool, device=device)  # (B,)
+        lengths = torch.zeros(batch_size, dtype=torch.long, device=device)  # (B,)
+        log_prob = torch.zeros(batch_size, device=device)  # (B,)
+        tokens, weights = [], []
+        for _ in range(int(caps.max())):
+            step = model.decoder.step(prev_tokens, state, memory)
+            best_log_probs, next_tokens = forbid_special_tokens(step.log_probs).max(dim=-1)  # (B,), (B,)
+            next_tokens = next_tokens.masked_fill(finished, PAD_ID)  # (B,) rows that ended keep emitting PAD
+            log_prob += best_log_probs.masked_fill(finished, 0.0)
+            step_weights = _step_weights(step.weights, source_length)
+            if step_weights is not None:
+                weights.append(step_weights.masked_fill(finished.unsqueeze(1), 0.0))  # (B, S)
+            tokens.append(next_tokens)
+            lengths += (~finished).long()
+            finished = finished | (next_tokens == EOS_ID) | (lengths >= caps)  # (B,)
+            prev_tokens, state = next_tokens, step.state
+            if bool(finished.all()):
+                break
     attention = torch.stack(weights, dim=1) if weights else None  # (B, T, S)
     return GreedyOutput(torch.stack(tokens, dim=1), lengths.cpu(), attention, log_prob.cpu())  # tokens (B, T)
 
@@ -158,6 +160,8 @@ class Hypothesis(NamedTuple):
     attention: (T, S) float or None, T = len(tokens).
     log_prob:  total log-probability of `tokens` (unnormalised).
     finished:  True when the hypothesis ended with EOS, False when it was cut by the length cap.
+
+    Introduced in notebook 06.
     """
 
     tokens: list[int]
@@ -192,7 +196,7 @@ def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None 
     Returns:
         list of `Hypothesis(tokens, score, attention (T, S) or None, log_prob, finished)`, sorted by score.
 
-    Introduced in notebook 05.
+    Introduced in notebook 06.
     """
     if src.dim() != 1:
         raise ValueError(f"beam_search takes one sentence of shape (S,), got {tuple(src.shape)}; for a batch use "
@@ -200,59 +204,56 @@ def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None 
     if beam_width < 1:
         raise ValueError(f"beam_width must be >= 1, got {beam_width}")
     _check_source_fits(model, src.size(0))
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    source_length = src.size(0)
-    src_lengths = torch.tensor([source_length])  # (1,)
-    cap = int(default_max_lengths(src_lengths)[0]) if max_length is None else int(max_length)
+    with eval_mode(model):
+        device = model.device
+        source_length = src.size(0)
+        src_lengths = torch.tensor([source_length])  # (1,)
+        cap = int(default_max_lengths(src_lengths)[0]) if max_length is None else int(max_length)
 
-    memory, state = model.encode(src.to(device).unsqueeze(0), src_lengths)  # batch of one
-    alive_tokens = torch.empty(1, 0, dtype=torch.long, device=device)  # (N, t) N open hypotheses
-    alive_weights: Tensor | None = None  # (N, t, S)
-    alive_log_probs = torch.zeros(1, device=device)  # (N,)
-    prev_tokens = torch.full((1,), SOS_ID, dtype=torch.long, device=device)  # (N,)
-    done: list[Hypothesis] = []
+        memory, state = model.encode(src.to(device).unsqueeze(0), src_lengths)  # batch of one
+        alive_tokens = torch.empty(1, 0, dtype=torch.long, device=device)  # (N, t) N open hypotheses
+        alive_weights: Tensor | None = None  # (N, t, S)
+        alive_log_probs = torch.zeros(1, device=device)  # (N,)
+        prev_tokens = torch.full((1,), SOS_ID, dtype=torch.long, device=device)  # (N,)
+        done: list[Hypothesis] = []
 
-    def store(tokens: Tensor, weights: Tensor | None, log_prob: Tensor, finished: bool) -> None:
-        ids = tokens.tolist()
-        done.append(Hypothesis(ids, _normalised(float(log_prob), len(ids), length_penalty),
-                               None if weights is None else weights.cpu(), float(log_prob), finished))
+        def store(tokens: Tensor, weights: Tensor | None, log_prob: Tensor, finished: bool) -> None:
+            ids = tokens.tolist()
+            done.append(Hypothesis(ids, _normalised(float(log_prob), len(ids), length_penalty),
+                                   None if weights is None else weights.cpu(), float(log_prob), finished))
 
-    for t in range(cap):
-        step = model.decoder.step(prev_tokens, state, memory)
-        vocab_size = step.log_probs.size(-1)
-        candidates = (alive_log_probs.unsqueeze(1) + forbid_special_tokens(step.log_probs)).reshape(-1)  # (N * V,)
-        open_slots = beam_width - len(done)
-        top_log_probs, top_index = candidates.topk(min(open_slots, candidates.numel()))  # (n,)
-        parents = torch.div(top_index, vocab_size, rounding_mode="floor")  # (n,)
-        next_tokens = top_index % vocab_size  # (n,)
-        tokens = torch.cat([alive_tokens[parents], next_tokens.unsqueeze(1)], dim=1)  # (n, t+1)
-        step_weights = _step_weights(step.weights, source_length)
-        weights = None
-        if step_weights is not None:
-            new_row = step_weights[parents].unsqueeze(1)  # (n, 1, S)
-            weights = new_row if alive_weights is None else torch.cat(
-                [alive_weights[parents], new_row], dim=1)  # (n, t+1, S)
+        for _ in range(cap):
+            step = model.decoder.step(prev_tokens, state, memory)
+            vocab_size = step.log_probs.size(-1)
+            candidates = (alive_log_probs.unsqueeze(1) + forbid_special_tokens(step.log_probs)).reshape(-1)  # (N * V,)
+            open_slots = beam_width - len(done)
+            top_log_probs, top_index = candidates.topk(min(open_slots, candidates.numel()))  # (n,)
+            parents = torch.div(top_index, vocab_size, rounding_mode="floor")  # (n,)
+            next_tokens = top_index % vocab_size  # (n,)
+            tokens = torch.cat([alive_tokens[parents], next_tokens.unsqueeze(1)], dim=1)  # (n, t+1)
+            step_weights = _step_weights(step.weights, source_length)
+            weights = None
+            if step_weights is not None:
+                new_row = step_weights[parents].unsqueeze(1)  # (n, 1, S)
+                weights = new_row if alive_weights is None else torch.cat(
+                    [alive_weights[parents], new_row], dim=1)  # (n, t+1, S)
 
-        ended = next_tokens == EOS_ID  # (n,)
-        for i in ended.nonzero().flatten().tolist():
-            store(tokens[i], None if weights is None else weights[i], top_log_probs[i], finished=True)
-        keep = (~ended).nonzero().flatten()  # (N',)
-        if keep.numel() == 0:
-            break
-        alive_tokens, alive_log_probs = tokens[keep], top_log_probs[keep]  # (N', t+1), (N',)
-        alive_weights = None if weights is None else weights[keep]  # (N', t+1, S)
-        prev_tokens = next_tokens[keep]  # (N',)
-        rows = parents[keep]  # (N',)
-        state = step.state.index_select(rows)
-        memory = memory.index_select(torch.zeros_like(rows))  # every open hypothesis reads the one sentence
-    else:
-        for i in range(alive_tokens.size(0)):  # length cap reached: keep the open hypotheses too
-            store(alive_tokens[i], None if alive_weights is None else alive_weights[i], alive_log_probs[i],
-                  finished=False)
-    if was_training:
-        model.train()
+            ended = next_tokens == EOS_ID  # (n,)
+            for i in ended.nonzero().flatten().tolist():
+                store(tokens[i], None if weights is None else weights[i], top_log_probs[i], finished=True)
+            keep = (~ended).nonzero().flatten()  # (N',)
+            if keep.numel() == 0:
+                break
+            alive_tokens, alive_log_probs = tokens[keep], top_log_probs[keep]  # (N', t+1), (N',)
+            alive_weights = None if weights is None else weights[keep]  # (N', t+1, S)
+            prev_tokens = next_tokens[keep]  # (N',)
+            rows = parents[keep]  # (N',)
+            state = step.state.index_select(rows)
+            memory = memory.index_select(torch.zeros_like(rows))  # every open hypothesis reads the one sentence
+        else:
+            for i in range(alive_tokens.size(0)):  # length cap reached: keep the open hypotheses too
+                store(alive_tokens[i], None if alive_weights is None else alive_weights[i], alive_log_probs[i],
+                      finished=False)
     return sorted(done, key=lambda hypothesis: hypothesis.score, reverse=True)
 
 
@@ -262,6 +263,8 @@ class ForcedDecode(NamedTuple):
 
     log_probs: (T, V) next-token log-probabilities at each step, given the previous output tokens.
     attention: (T, S) or None.
+
+    Introduced in notebook 06.
     """
 
     log_probs: Tensor
@@ -290,14 +293,11 @@ def force_decode(model, src_ids: Tensor, output_ids: Tensor) -> ForcedDecode:
     if output_ids.numel() == 0:
         raise ValueError("output_ids is empty; pass at least one token (e.g. the EOS id)")
     _check_source_fits(model, src_ids.size(0))
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    src = src_ids.to(device).unsqueeze(0)  # (1, S)
-    tgt = output_ids.to(device).unsqueeze(0)  # (1, T)
-    output = model(src, torch.tensor([src_ids.size(0)]), tgt, teacher_forcing_ratio=1.0)
-    if was_training:
-        model.train()
+    with eval_mode(model):
+        device = model.device
+        src = src_ids.to(device).unsqueeze(0)  # (1, S)
+        tgt = output_ids.to(device).unsqueeze(0)  # (1, T)
+        output = model(src, torch.tensor([src_ids.size(0)]), tgt, teacher_forcing_ratio=1.0)
     attention = None
     if output.attention is not None:
         attention = output.attention[0, :, :src_ids.size(0)].cpu()  # (T, S)
@@ -313,6 +313,8 @@ class Translation(NamedTuple):
     attention:     (T, S) with T = len(output_tokens), S = len(source_tokens); None without attention.
     score:         log-probability of the output (greedy) or the hypothesis' length-normalised score (beam).
     unknown_words: source words missing from the vocabulary (they were fed as "<unk>").
+
+    Introduced in notebook 06.
     """
 
     source_tokens: list[str]
@@ -338,7 +340,7 @@ def prepare_source(src_vocab, sentence: str) -> tuple[list[str], list[int], list
     Raises:
         ValueError: the sentence is empty after normalisation, or every word is unknown.
 
-    Introduced in notebook 05.
+    Introduced in notebook 06.
     """
     if not isinstance(sentence, str):
         raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
@@ -377,7 +379,7 @@ def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1,
     Raises:
         ValueError: empty or only-unknown input (message names the words).
 
-    Introduced in notebook 05.
+    Introduced in notebook 06.
     """
     return translate_batch(model, src_vocab, tgt_vocab, [sentence], beam_width=beam_width,
                            max_length=max_length)[0]
@@ -413,12 +415,12 @@ def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_
     Returns:
         one `Translation` per sentence, in input order.
 
-    Introduced in notebook 05.
+    Introduced in notebook 06.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     prepared = [prepare_source(src_vocab, sentence) for sentence in sentences]
-    device = next(model.parameters()).device
+    device = model.device
     results: list[Translation | None] = [None] * len(prepared)
     if beam_width > 1:
         for i, (words, ids, unknown) in enumerate(prepared):

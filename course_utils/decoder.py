@@ -26,7 +26,7 @@ class Memory(NamedTuple):
 
     keys: Tensor  # (B, S, K) encoder outputs
     mask: Tensor  # (B, S) bool, True on real source tokens
-    projected_keys: Tensor | None  # (B, S, A) Bahdanau's U k, projected once per sentence; None for other decoders
+    projected_keys: Tensor | None  # (B, S, A) Bahdanau's U k, projected once per sentence; None for other scorers
 
     def index_select(self, index: Tensor) -> "Memory":
         """Pick or repeat batch rows, index (N,) long -> Memory with batch N (beam search)."""
@@ -254,7 +254,8 @@ class LuongDecoder(Decoder):
 
     Per step: h_t = GRU(E y_{t-1} [; h~_{t-1} with input feeding], h_{t-1}); c_t = attention(h_t, keys);
     attentional state h~_t = tanh(W_c [c_t; h_t]); log_softmax(Linear(H, V)(dropout(h~_t))).
-    score: "dot", "general" (default), "concat", "scaled_dot" (or "bahdanau" for an additive score).
+    score: "dot", "general" (default), "concat", "scaled_dot" (or "bahdanau" for an additive score); the additive
+    scorers ("concat", "bahdanau") use attention_size A = hidden_size.
     input_feeding: feed h~_{t-1} into the next GRU step (the state then carries it as `input_feed`).
 
     Fast path: without input feeding and with teacher_forcing_ratio == 1.0 no step depends on the previous

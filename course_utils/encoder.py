@@ -15,9 +15,14 @@ from course_utils.data import PAD_ID
 
 
 class EncoderOutput(NamedTuple):
-    """What the encoder hands to the decoder. Introduced in notebook 02."""
+    """What the encoder hands to the decoder. Introduced in notebook 02.
 
-    outputs: Tensor  # (B, S, K) one key per source position, K = H or 2H; exactly zero at pads
+    outputs (B, S, K) is exactly zero at pad positions only when the GRU read a packed batch (`packed=True`, the
+    default). With `packed=False` the pad positions hold the GRU's outputs after reading PAD embeddings (not
+    zero), and when bidirectional the backward half of every position has read the padding too.
+    """
+
+    outputs: Tensor  # (B, S, K) one key per source position, K = H or 2H; exactly zero at pads when packed=True
     final: Tensor  # (B, H_dec) the decoder's initial state (through the bridge when there is one)
 
 
@@ -53,8 +58,9 @@ class EncoderRNN(nn.Module):
             state(s) to the decoder's state when the encoder is bidirectional or the sizes differ; otherwise the
             final state is passed through unchanged and `bridge` is None.
 
-    forward(src (B, S), src_lengths (B,)) -> EncoderOutput(outputs (B, S, K), final (B, H_dec)).
-    Attributes: embedding (padding_idx=PAD_ID), dropout, gru (batch_first=True), bridge (or None), key_size (K).
+    forward(src (B, S), src_lengths (B,), packed=True) -> EncoderOutput(outputs (B, S, K), final (B, H_dec)).
+    Attributes: embedding (padding_idx=PAD_ID), dropout, gru (batch_first=True), bridge (or None), key_size (K),
+    hidden_size (H), bidirectional, decoder_hidden_size (H_dec).
     Introduced in notebook 02.
     """
 
@@ -76,7 +82,9 @@ class EncoderRNN(nn.Module):
         """Encode a padded batch. `src` (B, S) long, `src_lengths` (B,) long (any device; moved to CPU for packing).
 
         `packed=False` is the exhibit of the current PyTorch tutorial's bug: the GRU also reads the PAD tokens, so
-        the final state of every short sentence depends on how much padding its batch needed.
+        the final state of every short sentence depends on how much padding its batch needed, the outputs at pad
+        positions are no longer zero, and a bidirectional encoder's backward half reads the pads at every position.
+        Raises ValueError (see `check_source`) when `src` and `src_lengths` do not fit together.
         """
         check_source(src, src_lengths)
         embedded = self.dropout(self.embedding(src))  # (B, S, E)

@@ -21,8 +21,8 @@ import base64
 import html
 import io
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 import torch
@@ -44,16 +44,18 @@ class ExplorerState:
 
     message:        a hint, an error explained, or "" when all is well; shown above the figure.
     model_name, mode, sentence: the current settings.
-    source_tokens:  (S,) normalised source words plus "<eos>"; unknown words are kept and listed in unknown_words.
+    source_tokens:  (S,) the labels of the heatmap's columns: the normalised source words plus "<eos>", each
+                    word missing from the vocabulary marked "word (unk)" (the model reads it as <unk>).
+                    Empty when there is nothing to show (hint or error in `message`).
     output_tokens:  (T,) the full translation, "<eos>" included when produced.
     attention:      (T, S) float array, or None (model without attention, or nothing translated).
-    step:           t, 0-based: the decoder is producing output_tokens[t].
+    step:           t, 0-based: the decoder is producing output_tokens[t] (0 when there is nothing to show).
     tokens_so_far:  output_tokens[:t], the output already produced before step t.
     chosen:         output_tokens[t], the token chosen at step t.
     weights_row:    (S,) attention at step t (row t of `attention`), or None.
     top_k:          [(token, probability)] the model's most probable candidates for token t, best first
                     (<pad> and <sos> excluded: decoding never picks them).
-    unknown_words:  source words missing from the vocabulary.
+    unknown_words:  the source words missing from the vocabulary, unmarked.
     Introduced in notebook 06.
     """
 
@@ -133,12 +135,13 @@ def _state_at(decoded: _Decoded, step: int | None, **settings) -> ExplorerState:
                    f"check the spelling or try a word from the corpus.")
     if decoded.attention is None:
         message = (message + " " if message else "") + "This model has no attention: there is no heatmap to show."
+    candidates = zip(decoded.top_tokens[step], decoded.top_probs[step], strict=True)  # k (token, probability)
     return ExplorerState(
         message=message, source_tokens=decoded.source_tokens, output_tokens=decoded.output_tokens,
         attention=decoded.attention, step=step, tokens_so_far=decoded.output_tokens[:step],
         chosen=decoded.output_tokens[step],
         weights_row=None if decoded.attention is None else decoded.attention[step],  # (S,)
-        top_k=[(token, float(p)) for token, p in zip(decoded.top_tokens[step], decoded.top_probs[step])],
+        top_k=[(token, float(p)) for token, p in candidates],
         unknown_words=decoded.unknown_words, **settings)
 
 
@@ -157,8 +160,9 @@ def explorer_state(trained, sentence: str, mode: str = "greedy", step: int | Non
     """The explorer's pure logic for one setting: never raises on user input, explains problems in `message`.
 
     trained: a TrainedModel (anything with .model, .src_vocab, .tgt_vocab). sentence: raw French text.
-    mode: "greedy" or "beam" (beam search of width `beam_width`, best hypothesis). step: t, clamped to 0..T-1
-    (None = last step). Returns ExplorerState. Introduced in notebook 06.
+    mode: "greedy" or "beam" (beam search of width `beam_width`, best hypothesis); another mode is a programming
+    error and raises ValueError. step: t, clamped to 0..T-1 (None = last step). top_k: how many next-token
+    candidates to list. model_name: copied into the state. Returns ExplorerState. Introduced in notebook 06.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -179,15 +183,16 @@ def _text_inches(labels, fontsize: float = 10.0) -> float:
 def draw_state(state: ExplorerState) -> Figure | None:
     """Draw one explorer state: heatmap with row t outlined and later rows faded, plus the top-k bar chart.
 
-    Returns a matplotlib Figure (created without pyplot, so nothing piles up in notebooks), or None when the
-    state has nothing to draw (hint or error). The layout is computed from the label lengths instead of
-    matplotlib's constrained layout: one draw per redraw instead of three keeps the explorer responsive.
+    A model without attention gets the bar chart alone. Returns a matplotlib Figure (created without pyplot, so
+    nothing piles up in notebooks), or None when the state has nothing to draw (hint or error). The layout is
+    computed from the label lengths instead of matplotlib's constrained layout: one draw per redraw instead of
+    three keeps the explorer responsive.
     Introduced in notebook 06.
     """
     if not state.ok:
         return None
     T, S = len(state.output_tokens), len(state.source_tokens)
-    tokens, probabilities = zip(*state.top_k)
+    tokens, probabilities = zip(*state.top_k, strict=True)
     has_heatmap = state.attention is not None
     # Every size below is in inches.
     left = 0.55 + _text_inches(state.output_tokens) if has_heatmap else 0.2
@@ -264,7 +269,8 @@ def show_static(models: Mapping[str, object], sentence: str = EXAMPLE_SENTENCE, 
 class AttentionExplorer:
     """The interactive explorer. Display it by making it the last expression of a cell.
 
-    models: {name: TrainedModel}. sentence: initial text. beam_width: used in "beam" mode.
+    models: {name: TrainedModel}. sentence: initial text. beam_width: used in "beam" mode. top_k: next-token
+    candidates in the bar chart. Raises ImportError (naming `show_static`) when ipywidgets is missing.
     Widgets (attributes): text (Text), model (Dropdown), mode (ToggleButtons greedy/beam), step (IntSlider
     1..T, as people count; `state().step` is the 0-based row index, slider - 1), summary (HTML), output (Output
     showing the PNG figure); `widget` is the whole VBox.
@@ -369,7 +375,8 @@ class AttentionExplorer:
 def explore(models: Mapping[str, object], sentence: str = EXAMPLE_SENTENCE):
     """The explorer if ipywidgets is installed, else the static picture of its first model: one call for notebooks.
 
-    Introduced in notebook 06.
+    Returns an AttentionExplorer, or (without ipywidgets) what `show_static` returns: a Figure, or None when
+    there is nothing to draw. Introduced in notebook 06.
     """
     try:
         import ipywidgets  # noqa: F401

@@ -12,7 +12,8 @@ Introduced in notebook 05 (scores) and notebook 06 (attention statistics).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -35,7 +36,7 @@ class Scores(NamedTuple):
 
 def _check_sentences(name: str, sentences) -> list[str]:
     if isinstance(sentences, str):
-        raise TypeError(f"{name} must be a list of sentences, got one string; wrap it: [{name[:-1]}]")
+        raise TypeError(f"{name} must be a list of sentences, got one string; wrap it in a list: [{sentences!r}]")
     sentences = list(sentences)
     for i, sentence in enumerate(sentences):
         if not isinstance(sentence, str):
@@ -50,10 +51,12 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Score
     """Corpus BLEU and chrF of `hypotheses` against `references` (one reference per hypothesis).
 
     Both are lists of N sentences as plain text (tokens joined by spaces, no <sos>/<eos>), in the same order.
-    Uses sacreBLEU's defaults (BLEU: 13a tokeniser, exp smoothing; chrF: character 6-grams, beta 2), which
-    leave the course's normalised text ("i m cold .") unchanged apart from splitting punctuation. Both sides are
-    tokenised the same way on purpose, so sacreBLEU's "you forgot to detokenize" warning is switched off (force).
-    Returns Scores(bleu, chrf, signature). Introduced in notebook 05.
+    Uses sacreBLEU's defaults (BLEU: 13a tokeniser, exp smoothing; chrF: character 6-grams, beta 2). The 13a
+    tokeniser splits punctuation off words, which the course's normalised text ("i m cold .") already has, so it
+    passes unchanged. Both sides are tokenised the same way on purpose, so sacreBLEU's "you forgot to detokenize"
+    warning is switched off (force). Returns Scores(bleu, chrf, signature); raises TypeError for a single string
+    or non-string sentences and ValueError for lists of different lengths or no sentences.
+    Introduced in notebook 05.
     """
     hypotheses = _check_sentences("hypotheses", hypotheses)
     references = _check_sentences("references", references)

@@ -4,6 +4,7 @@ Introduced in notebook 03 (assembled) and 05 (trained). `config.attention` picks
 "none" -> DecoderRNN, "location" -> AttnDecoderRNN (2017 exhibit), "bahdanau" -> BahdanauDecoder,
 "dot" | "general" | "concat" | "scaled_dot" -> LuongDecoder with that score.
 """
+from collections.abc import Sized
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -11,20 +12,32 @@ import torch
 from torch import Tensor, nn
 
 from course_utils.attention import ATTENTION_SCORES
-from course_utils.data import MAX_LENGTH, SOS_ID
-from course_utils.decoder import (AttnDecoderRNN, BahdanauDecoder, Decoder, DecoderRNN, DecoderState, LuongDecoder,
-                                  Memory)
+from course_utils.data import MAX_LENGTH, lengths_to_mask
+from course_utils.decoder import (
+    AttnDecoderRNN,
+    BahdanauDecoder,
+    Decoder,
+    DecoderRNN,
+    DecoderState,
+    LuongDecoder,
+    Memory,
+)
 from course_utils.encoder import EncoderRNN
+from course_utils.vocab import SOS_ID
 
-ATTENTION_KINDS = ("none", "bahdanau", "dot", "general", "concat", "scaled_dot", "location")
+ATTENTION_KINDS = ("none", *ATTENTION_SCORES, "location")  # every decoder a ModelConfig can name: the one list
 
 
 @dataclass
 class ModelConfig:
-    """Everything needed to rebuild a Seq2Seq (checkpoints store it as a plain dict). Introduced in notebook 03."""
+    """Everything needed to rebuild a Seq2Seq (checkpoints store it as a plain dict). Introduced in notebook 03.
 
-    src_vocab_size: int  # V_src: size of the source (French) vocabulary, special tokens included
-    tgt_vocab_size: int  # V: size of the target (English) vocabulary, special tokens included
+    The vocabulary sizes may be left as None in a recipe's template (course_utils.recipes), which fills them from
+    the data's vocabularies; a Seq2Seq needs them set.
+    """
+
+    src_vocab_size: int | None = None  # V_src: size of the source (French) vocabulary, special tokens included
+    tgt_vocab_size: int | None = None  # V: size of the target (English) vocabulary, special tokens included
     attention: str = "bahdanau"  # none | bahdanau | dot | general | concat | scaled_dot | location
     embedding_size: int = 256  # E for both embeddings (the location exhibit uses hidden_size, as the tutorial)
     hidden_size: int = 256  # H of the decoder GRU, and of each encoder direction
@@ -39,6 +52,8 @@ class ModelConfig:
         sizes = dict(src_vocab_size=self.src_vocab_size, tgt_vocab_size=self.tgt_vocab_size,
                      embedding_size=self.embedding_size, hidden_size=self.hidden_size, max_length=self.max_length)
         for name, value in sizes.items():
+            if value is None and name.endswith("vocab_size"):
+                continue  # a template: filled in from the vocabularies later
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not 0.0 <= self.dropout < 1.0:
@@ -49,6 +64,14 @@ class ModelConfig:
         if self.bidirectional and self.attention in ("dot", "scaled_dot"):
             raise ValueError(f"{self.attention!r} attention needs keys of the decoder's size H, but a bidirectional "
                              "encoder gives 2H: use 'general' or bidirectional=False")
+
+    def check_vocabularies(self, src_vocab: Sized, tgt_vocab: Sized) -> None:
+        """Raise ValueError unless this config's vocabulary sizes are those of `src_vocab` and `tgt_vocab`."""
+        if (self.src_vocab_size, self.tgt_vocab_size) != (len(src_vocab), len(tgt_vocab)):
+            raise ValueError(f"the model expects vocabularies of {self.src_vocab_size} source and "
+                             f"{self.tgt_vocab_size} target words but got {len(src_vocab):,} and {len(tgt_vocab):,}; "
+                             "build the ModelConfig from these vocabularies (recipe.model_config(data.src_vocab, "
+                             "data.tgt_vocab))")
 
 
 class Seq2SeqOutput(NamedTuple):
@@ -84,6 +107,9 @@ class Seq2Seq(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
+        if config.src_vocab_size is None or config.tgt_vocab_size is None:
+            raise ValueError("this ModelConfig has no vocabulary sizes (a recipe's template): build the model from "
+                             "recipe.model_config(data.src_vocab, data.tgt_vocab)")
         self.config = config
         self.encoder = EncoderRNN(config.src_vocab_size, config.embedding_size, config.hidden_size,
                                   config.bidirectional, config.dropout, decoder_hidden_size=config.hidden_size)
@@ -102,8 +128,7 @@ class Seq2Seq(nn.Module):
         """src (B, S), src_lengths (B,) -> (Memory with keys (B, S, K) and mask (B, S), initial DecoderState)."""
         self._check_device("src", src)
         encoded = self.encoder(src, src_lengths)
-        positions = torch.arange(src.shape[1], device=src.device)  # (S,)
-        mask = positions.unsqueeze(0) < src_lengths.to(src.device).unsqueeze(1)  # (B, S) True on real tokens
+        mask = lengths_to_mask(src_lengths.to(src.device), src.shape[1])  # (B, S) True on real tokens
         return self.decoder.prepare_memory(encoded.outputs, mask), self.decoder.init_state(encoded.final)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,

@@ -5,17 +5,19 @@ COLUMN per source token (left = first word, the source "<eos>" last), colours on
 different models and sentences can be compared by eye. Row t is the distribution the decoder used to produce
 output token t.
 
-Every function returns its figure (and axes) and never calls `plt.show()`: in a notebook the inline backend shows
-figures at the end of the cell; end the call with `;` or assign the result to avoid a second copy from the cell's
-return value.
+Every drawing function returns its figure (and axes) and never calls `plt.show()`: in a notebook the inline
+backend shows figures at the end of the cell; end the call with `;` or assign the result to avoid a second copy
+from the cell's return value.
 
-Introduced in notebook 04 (heatmaps) and notebook 06 (grids, explorer, curves).
+Introduced in notebook 03 (heatmaps), notebook 05 (training curves) and notebook 06 (grids, next-token bars and
+the 2017 tutorial's tick-label exhibit).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker as ticker
@@ -33,7 +35,10 @@ HIGHLIGHT_COLOR = "red"
 
 
 class AttentionPlot(NamedTuple):
-    """What `plot_attention` returns; unpacks as `fig, ax = plot_attention(...)`. Introduced in notebook 04."""
+    """What `plot_attention` and `plot_top_k` return; unpacks as `fig, ax = plot_attention(...)`.
+
+    Introduced in notebook 03.
+    """
 
     fig: Figure
     ax: Axes
@@ -106,7 +111,7 @@ def plot_attention(weights, source_tokens: Sequence[str], output_tokens: Sequenc
 
     Ticks are placed with `set_xticks(range(S), labels=...)`: one tick per cell, at the cell's centre. The 2017
     tutorial's `set_xticklabels([''] + tokens)` relied on an off-screen tick at -1 and now warns (see
-    `plot_attention_2017`). Introduced in notebook 04.
+    `plot_attention_2017`). Introduced in notebook 03.
     """
     source_tokens, output_tokens = [str(t) for t in source_tokens], [str(t) for t in output_tokens]
     matrix = _to_numpy_matrix(weights, source_tokens, output_tokens)  # (T, S)
@@ -176,8 +181,8 @@ def visible_tick_labels(axis) -> dict[int, str]:
     """
     axis.figure.canvas.draw()
     low, high = sorted(axis.get_view_interval())
-    return {int(round(loc)): label.get_text() for loc, label in zip(axis.get_majorticklocs(), axis.get_ticklabels())
-            if low <= loc <= high}
+    ticks = zip(axis.get_majorticklocs(), axis.get_ticklabels(), strict=False)
+    return {int(round(loc)): label.get_text() for loc, label in ticks if low <= loc <= high}
 
 
 # ------------------------------------------------------------------------------------------------ grids
@@ -218,7 +223,7 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
     fig, axes = plt.subplots(nrows, ncols, figsize=(cell_w * ncols + 1.0, cell_h * nrows + 0.4), squeeze=False,
                              layout="constrained")
     image = None
-    for ax, panel in zip(axes.flat, panels):
+    for ax, panel in zip(axes.flat, panels, strict=False):  # axes left over are hidden below
         if panel.weights is None:
             ax.text(0.5, 0.5, "no attention\n(this model has none)", ha="center", va="center",
                     transform=ax.transAxes)
@@ -305,7 +310,7 @@ def plot_top_k(tokens: Sequence[str], probabilities: Sequence[float], ax: Axes |
     ax.invert_yaxis()  # most probable on top
     ax.set_xlim(0.0, 1.0)
     ax.set_xlabel("probability")
-    for position, probability in zip(positions, probabilities):
+    for position, probability in zip(positions, probabilities, strict=True):
         ax.text(min(float(probability) + 0.02, 0.8), position, f"{float(probability):.2f}", va="center", fontsize=8)
     if title:
         ax.set_title(title)
@@ -354,7 +359,8 @@ def plot_history(histories, title: str | None = None) -> Figure:
 def save_figure(fig: Figure, path, dpi: int = 100) -> Path:
     """Save a figure as PNG (or any format matplotlib knows from the suffix), creating parent folders.
 
-    Returns the path written. Introduced in notebook 04.
+    Returns the path written. Used by the package, not a notebook: the `python -m course_utils` commands save
+    their figures with it.
     """
     path = Path(path)
     if not path.suffix:

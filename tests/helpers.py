@@ -12,3 +12,27 @@ def random_padded_ids(lengths, vocab_size, seed=0):
         ids[row, :length - 1] = torch.randint(4, vocab_size, (length - 1,), generator=generator)
         ids[row, length - 1] = EOS_ID
     return ids, torch.tensor(lengths)
+
+
+def tiny_config(data, attention="bahdanau", hidden=32, **kw):
+    """A small ModelConfig for `data`'s vocabularies."""
+    from course_utils.seq2seq import ModelConfig
+
+    return ModelConfig(len(data.src_vocab), len(data.tgt_vocab), attention=attention, embedding_size=16,
+                       hidden_size=hidden, **kw)
+
+
+def distinct_sources(pairs, n):
+    """The first n pairs whose source sentence appears once (a sentence with two translations can't be overfit)."""
+    counts = {}
+    for pair in pairs:
+        counts[pair.source] = counts.get(pair.source, 0) + 1
+    return [pair for pair in pairs if counts[pair.source] == 1][:n]
+
+
+def fixed_batch(data, pairs):
+    """All `pairs` as one padded Batch."""
+    from course_utils.data import TranslationDataset, collate_batch
+
+    dataset = TranslationDataset(pairs, data.src_vocab, data.tgt_vocab)
+    return collate_batch([dataset[i] for i in range(len(dataset))])

@@ -6,9 +6,17 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from course_utils.attention import (ATTENTION_SCORES, AttentionOutput, BahdanauAttention, ConcatAttention,
-                                    DotAttention, GeneralAttention, ScaledDotAttention, make_attention,
-                                    masked_softmax)
+from course_utils.attention import (
+    ATTENTION_SCORES,
+    AttentionOutput,
+    BahdanauAttention,
+    ConcatAttention,
+    DotAttention,
+    GeneralAttention,
+    ScaledDotAttention,
+    make_attention,
+    masked_softmax,
+)
 
 B, T, S, HQ, K, A = 3, 4, 5, 6, 6, 7
 LENGTHS = torch.tensor([5, 2, 3])

@@ -6,8 +6,10 @@ import pytest
 import torch
 
 from course_utils import __main__ as cli
-from course_utils import data, train
+from course_utils import data
+from course_utils.checkpoints import TrainedModel, load_checkpoint, save_checkpoint
 from course_utils.seq2seq import ModelConfig, Seq2Seq
+from course_utils.train import History, TrainConfig
 
 
 @pytest.fixture
@@ -16,9 +18,9 @@ def tiny_checkpoint(tiny_course_data, tmp_path):
     torch.manual_seed(0)
     config = ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab), attention="bahdanau",
                          embedding_size=8, hidden_size=16)
-    trained = train.TrainedModel("tiny", Seq2Seq(config).eval(), tiny_course_data.src_vocab,
-                                 tiny_course_data.tgt_vocab, config, train.TrainConfig(), train.History())
-    return train.save_checkpoint(tmp_path / "tiny.pt", trained)
+    trained = TrainedModel("tiny", Seq2Seq(config).eval(), tiny_course_data.src_vocab,
+                           tiny_course_data.tgt_vocab, config, TrainConfig(), History())
+    return save_checkpoint(tmp_path / "tiny.pt", trained)
 
 
 def run_cli(*args, stdin=None):
@@ -72,7 +74,7 @@ def test_train_command_saves_checkpoint_and_attention_figure(tiny_course_data, t
     printed = capsys.readouterr().out
     assert status == 0
     assert "epoch  1/2" in printed and "test (" in printed and "sacreBLEU signature: BLEU" in printed
-    loaded = train.load_checkpoint(output, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab)
+    loaded = load_checkpoint(output, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab)
     assert loaded.model_config.attention == "general" and loaded.model_config.hidden_size == 16
     assert loaded.fast and loaded.history.epochs == 2
     assert output.with_suffix(".attention.png").stat().st_size > 1000

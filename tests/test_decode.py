@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from course_utils import decode
-from course_utils.data import EOS_ID, EOS_TOKEN, MAX_LENGTH, PAD_ID, SOS_ID, UNK_ID
+from course_utils.data import MAX_LENGTH
 from course_utils.seq2seq import ModelConfig, Seq2Seq
+from course_utils.vocab import EOS_ID, EOS_TOKEN, PAD_ID, SOS_ID, UNK_ID
 
 ATTENTIONS = ["bahdanau", "general", "concat", "none"]
 

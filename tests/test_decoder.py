@@ -6,8 +6,16 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 from course_utils.data import PAD_ID, SOS_ID
-from course_utils.decoder import (AttnDecoderRNN, BahdanauDecoder, DecoderOutput, DecoderRNN, DecoderState,
-                                  LuongDecoder, Memory, StepOutput)
+from course_utils.decoder import (
+    AttnDecoderRNN,
+    BahdanauDecoder,
+    DecoderOutput,
+    DecoderRNN,
+    DecoderState,
+    LuongDecoder,
+    Memory,
+    StepOutput,
+)
 
 B, S, T, V, E, H, MAXLEN = 3, 5, 4, 11, 6, 8, 7
 LENGTHS = torch.tensor([5, 2, 4])

@@ -1,11 +1,11 @@
 """Tests for course_utils.encoder: shapes, packing (padding never reaches the state), bridge, errors, gradients."""
 import pytest
 import torch
+from helpers import random_padded_ids
 from torch.testing import assert_close
 
 from course_utils.data import PAD_ID
 from course_utils.encoder import EncoderOutput, EncoderRNN
-from helpers import random_padded_ids
 
 V, E, H = 20, 8, 12
 

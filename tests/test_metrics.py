@@ -8,7 +8,6 @@ from sacrebleu.metrics import BLEU, CHRF
 
 from course_utils.metrics import Scores, attention_entropy, corpus_scores, diagonal_deviation, max_entropy
 
-
 # ---------------------------------------------------------------- corpus_scores
 
 def test_corpus_scores_perfect_translation_is_100():
@@ -25,7 +24,8 @@ def test_corpus_scores_matches_sacrebleu_corpus_level_not_sentence_average():
     scores = corpus_scores(hyps, refs)
     assert scores.bleu == pytest.approx(BLEU().corpus_score(hyps, [refs]).score)
     assert scores.chrf == pytest.approx(CHRF().corpus_score(hyps, [refs]).score)
-    sentence_average = np.mean([BLEU(effective_order=True).sentence_score(h, [r]).score for h, r in zip(hyps, refs)])
+    sentence_average = np.mean([BLEU(effective_order=True).sentence_score(h, [r]).score
+                                for h, r in zip(hyps, refs, strict=True)])
     assert scores.bleu != pytest.approx(sentence_average)
     assert 0.0 < scores.bleu < 100.0
 
@@ -53,7 +53,7 @@ def test_corpus_scores_worse_translation_scores_lower():
     [
         (["a"], ["a", "b"], ValueError, ["1 hypotheses", "2 references", "one reference per hypothesis"]),
         ([], [], ValueError, ["no sentences", "at least one"]),
-        ("i am cold .", ["i am cold ."], TypeError, ["one string", "wrap it"]),
+        ("i am cold .", ["i am cold ."], TypeError, ["one string", "wrap it in a list: ['i am cold .']"]),
         ([["i", "am"]], ["i am"], TypeError, ["hypotheses[0]", "join"]),
     ],
 )

@@ -37,7 +37,8 @@ def close_figures():
     plt.close("all")
 
 
-def random_attention(T=len(OUTPUT), S=len(SOURCE), seed=0):
+def random_attention(T=None, S=None, seed=0):
+    T, S = T or len(OUTPUT), S or len(SOURCE)
     generator = torch.Generator().manual_seed(seed)
     return torch.softmax(3 * torch.randn(T, S, generator=generator), dim=-1)  # (T, S)
 

@@ -1,0 +1,48 @@
+"""The training objective: the negative log-likelihood of the real target tokens, and its perplexity.
+
+    loss = masked_nll_loss(log_probs, batch.tgt)     # (B, T, V), (B, T) -> scalar; PAD positions ignored
+    perplexity(loss)                                 # exp(mean NLL per token)
+
+Introduced in notebook 05.
+"""
+from __future__ import annotations
+
+import math
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from course_utils.vocab import PAD_ID
+
+
+def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Negative log-likelihood of the target tokens, ignoring PAD positions.
+
+    Args:
+        log_probs: (B, T, V) the decoder's log-probabilities.
+        tgt: (B, T) target ids (EOS included), PAD_ID where there is no token.
+        reduction: "mean" (per real token) or "sum".
+        label_smoothing: eps in [0, 1): the target distribution puts 1 - eps on the gold word and spreads eps
+            uniformly over the vocabulary (a regulariser; 0 is the plain NLL).
+    Returns:
+        scalar tensor. Changing the prediction at a PAD position changes nothing.
+
+    Introduced in notebook 04.
+    """
+    if log_probs.dim() != 3 or tgt.shape != log_probs.shape[:2]:
+        raise ValueError(f"log_probs must be (B, T, V) and tgt (B, T) with the same B and T, got "
+                         f"{tuple(log_probs.shape)} and {tuple(tgt.shape)}; pass the decoder's log_probs and batch.tgt")
+    flat_log_probs = log_probs.reshape(-1, log_probs.size(-1))  # (B*T, V)
+    flat_tgt = tgt.reshape(-1)  # (B*T,)
+    if label_smoothing > 0:  # cross_entropy re-normalises, which leaves log-probabilities unchanged
+        return F.cross_entropy(flat_log_probs, flat_tgt, ignore_index=PAD_ID, reduction=reduction,
+                               label_smoothing=label_smoothing)
+    return F.nll_loss(flat_log_probs, flat_tgt, ignore_index=PAD_ID, reduction=reduction)
+
+
+def perplexity(mean_nll: float) -> float:
+    """exp(mean NLL per token), capped at exp(50) so that an untrained model does not overflow.
+
+    Average the NLL over TOKENS first (a token-weighted mean), then exponentiate. Introduced in notebook 05.
+    """
+    return math.exp(min(mean_nll, 50.0))

@@ -1,0 +1,52 @@
+"""The masked loss: PAD positions ignored, label smoothing, clear shape errors; perplexity."""
+import math
+
+import pytest
+import torch
+
+from course_utils.data import PAD_ID
+from course_utils.loss import masked_nll_loss, perplexity
+
+
+def test_masked_loss_is_the_mean_over_real_tokens_only():
+    torch.manual_seed(0)
+    log_probs = torch.randn(2, 4, 7).log_softmax(-1)  # (B, T, V)
+    tgt = torch.tensor([[5, 6, 2, PAD_ID], [4, 2, PAD_ID, PAD_ID]])
+    expected = -(log_probs[0, 0, 5] + log_probs[0, 1, 6] + log_probs[0, 2, 2] + log_probs[1, 0, 4]
+                 + log_probs[1, 1, 2]) / 5
+    torch.testing.assert_close(masked_nll_loss(log_probs, tgt), expected)
+
+
+def test_changing_predictions_at_pad_positions_changes_nothing():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 4, 7, requires_grad=True)
+    tgt = torch.tensor([[5, 6, 2, PAD_ID], [4, 2, PAD_ID, PAD_ID]])
+    loss = masked_nll_loss(logits.log_softmax(-1), tgt)
+    loss.backward()
+    assert (logits.grad[tgt == PAD_ID] == 0).all()  # no gradient flows from padding
+    changed = logits.detach().clone()
+    changed[tgt == PAD_ID] = torch.randn(3, 7) * 10
+    torch.testing.assert_close(masked_nll_loss(changed.log_softmax(-1), tgt), loss.detach())
+
+
+def test_label_smoothing_keeps_pads_ignored_and_reduces_to_nll_at_zero():
+    torch.manual_seed(0)
+    log_probs = torch.randn(2, 3, 6).log_softmax(-1)
+    tgt = torch.tensor([[5, 2, PAD_ID], [4, 2, PAD_ID]])
+    torch.testing.assert_close(masked_nll_loss(log_probs, tgt, label_smoothing=0.0),
+                               masked_nll_loss(log_probs, tgt))
+    smoothed = masked_nll_loss(log_probs, tgt, label_smoothing=0.2)
+    changed = log_probs.clone()
+    changed[:, 2] = torch.randn(2, 6).log_softmax(-1)
+    torch.testing.assert_close(masked_nll_loss(changed, tgt, label_smoothing=0.2), smoothed)
+
+
+def test_masked_loss_names_shape_problems():
+    with pytest.raises(ValueError, match=r"\(B, T, V\)"):
+        masked_nll_loss(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_perplexity_is_exp_of_the_mean_nll_and_does_not_overflow():
+    assert perplexity(math.log(7.0)) == pytest.approx(7.0)
+    assert math.isfinite(perplexity(1e6))
+

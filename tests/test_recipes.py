@@ -1,0 +1,79 @@
+"""Recipes (a ModelConfig template + a TrainConfig), train_recipe, and the model cache of load_or_train."""
+import dataclasses
+
+import pytest
+import torch
+
+from course_utils import recipes
+from course_utils.checkpoints import CheckpointError
+from course_utils.runtime import FAST_ENV
+from course_utils.seq2seq import ModelConfig, Seq2Seq
+from course_utils.train import TrainConfig
+
+
+def test_recipes_cover_every_attention_type_and_build_models(tiny_course_data):
+    for name in ["lecture-none", "lecture-bahdanau", "lecture-dot", "lecture-general", "lecture-concat",
+                 "full-bahdanau"]:
+        recipe = recipes.get_recipe(name)
+        model = Seq2Seq(recipe.model_config(tiny_course_data.src_vocab, tiny_course_data.tgt_vocab))
+        assert model.config.attention == name.split("-")[1]
+        assert isinstance(recipe.train_config(device="cpu"), TrainConfig)
+    assert recipes.DEFAULT_RECIPE in recipes.RECIPES
+    with pytest.raises(KeyError, match="known recipes"):
+        recipes.get_recipe("lecture-magic")
+
+
+def test_load_or_train_trains_once_in_fast_mode_then_loads_from_the_cache(tiny_course_data, tmp_path,
+                                                                          monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv(FAST_ENV, "1")
+    small = recipes.RECIPES["lecture-general"].with_model(embedding_size=8, hidden_size=16)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-general", small)
+    first = recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False)
+    path = tmp_path / "models" / "lecture-general-fast.pt"
+    assert path.exists() and first.fast and first.history.epochs == 1
+    assert "cached at" in capsys.readouterr().out
+    second = recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False)
+    assert "Loaded" in capsys.readouterr().out
+    for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
+        torch.testing.assert_close(a, b)
+    monkeypatch.setenv(FAST_ENV, "0")
+    assert recipes.model_path("lecture-general") == tmp_path / "models" / "lecture-general.pt"  # never the -fast one
+
+
+def test_load_or_train_refuses_a_cached_model_of_another_configuration(tiny_course_data, tmp_path, monkeypatch):
+    # A recipe edited after its model was cached must not silently reuse the old model.
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv(FAST_ENV, "1")
+    small = recipes.RECIPES["lecture-general"].with_model(embedding_size=8, hidden_size=16)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-general", small)
+    recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False, verbose=False)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-general", small.with_model(hidden_size=24))
+    with pytest.raises(CheckpointError, match=r"(?s)hidden_size: checkpoint has 16, expected 24.*retrain=True"):
+        recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False, verbose=False)
+    retrained = recipes.load_or_train("lecture-general", data=tiny_course_data, retrain=True, progress=False,
+                                    verbose=False)
+    assert retrained.model_config.hidden_size == 24
+
+
+def test_every_config_field_is_a_recipe_setting():
+    """A new ModelConfig or TrainConfig field reaches recipes without copying: a recipe holds both configs."""
+    recipe = recipes.get_recipe("lecture-bahdanau")
+    assert isinstance(recipe.model, ModelConfig) and isinstance(recipe.train, TrainConfig)
+    variant = recipe.with_model(input_feeding=False, hidden_size=64).with_training(clip=0.5, lr_decay=1.0)
+    assert (variant.model.hidden_size, variant.train.clip, variant.train.lr_decay) == (64, 0.5, 1.0)
+    assert variant.model.embedding_size == recipe.model.embedding_size and variant.name == recipe.name
+    assert recipe.model.hidden_size == 256, "with_model must not change the original recipe"
+    assert recipe.train_config(epochs=2) == dataclasses.replace(recipe.train, epochs=2)
+    for field in dataclasses.fields(TrainConfig):
+        assert recipe.train_config(**{field.name: getattr(variant.train, field.name)}) is not None
+
+
+def test_a_recipe_template_has_no_vocabulary_sizes_and_cannot_build_a_model(tiny_course_data):
+    template = recipes.get_recipe("lecture-general").model
+    assert template.src_vocab_size is None
+    with pytest.raises(ValueError, match="recipe.model_config"):
+        Seq2Seq(template)
+    config = recipes.get_recipe("lecture-general").model_config(tiny_course_data.src_vocab, tiny_course_data.tgt_vocab)
+    assert config.src_vocab_size == len(tiny_course_data.src_vocab)
+
