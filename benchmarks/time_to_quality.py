@@ -56,7 +56,7 @@ def run_recipe(data, name: str, time_budget: float | None, device: str = "cpu") 
     wall = time.perf_counter() - started
     result = evaluate(trained.model, data.splits.test, data.src_vocab, data.tgt_vocab, beam_width=recipe.beam_width)
     decoding = "greedy" if recipe.beam_width == 1 else f"beam {recipe.beam_width}"
-    return {"name": f"{name} ({decoding})", "device": next(trained.model.parameters()).device.type,
+    return {"name": f"{name} ({decoding})", "device": trained.model.device.type,
             "seconds": trained.history.train_seconds, "wall": wall, "bleu": result.bleu, "chrf": result.chrf,
             "signature": result.signature, "epochs": trained.history.epochs}
 

@@ -28,7 +28,10 @@ STEPS = 25_000  # single-pair steps of the baseline run (the tutorial itself run
 
 
 class ClassicEncoder(nn.Module):
-    """The tutorial's encoder: embedding + GRU fed one token at a time. Shapes are (1, 1, H) throughout."""
+    """The tutorial's encoder: embedding + GRU fed one token at a time. Shapes are (1, 1, H) throughout.
+
+    Introduced in notebook 05.
+    """
 
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
@@ -42,7 +45,10 @@ class ClassicEncoder(nn.Module):
 
 
 class ClassicAttnDecoder(nn.Module):
-    """The tutorial's `AttnDecoderRNN`: location-style attention over MAX_LENGTH encoder slots."""
+    """The tutorial's `AttnDecoderRNN`: location-style attention over MAX_LENGTH encoder slots.
+
+    Introduced in notebook 05.
+    """
 
     def __init__(self, hidden_size: int, output_size: int, dropout_p: float = 0.1, max_length: int = MAX_LENGTH):
         super().__init__()
@@ -64,17 +70,26 @@ class ClassicAttnDecoder(nn.Module):
 
 
 class ClassicModel(NamedTuple):
+    """The tutorial's two separately optimised modules. Introduced in notebook 05."""
+
     encoder: ClassicEncoder
     decoder: ClassicAttnDecoder
 
 
 def make_classic(src_vocab_size: int, tgt_vocab_size: int, seed: int = 0) -> ClassicModel:
+    """The tutorial's encoder and decoder (hidden size HIDDEN_SIZE), initialised from `seed`.
+
+    Introduced in notebook 05.
+    """
     torch.manual_seed(seed)
     return ClassicModel(ClassicEncoder(src_vocab_size, HIDDEN_SIZE), ClassicAttnDecoder(HIDDEN_SIZE, tgt_vocab_size))
 
 
 def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: list[int]) -> tuple[float, int]:
-    """The tutorial's `train()`: one pair, one SGD step. Returns (mean loss, decoder steps run)."""
+    """The tutorial's `train()`: one pair, one SGD step. Returns (mean loss, decoder steps run).
+
+    Introduced in notebook 05.
+    """
     encoder, decoder = model
     for optimizer in optimizers:
         optimizer.zero_grad()
@@ -105,6 +120,8 @@ def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: lis
 
 
 class ClassicRun(NamedTuple):
+    """What `train_classic` returns: the model, the training time and what it computed. Introduced in notebook 05."""
+
     model: ClassicModel
     seconds: float
     target_tokens: int  # decoder steps actually computed (teacher-forced steps run the whole target)
@@ -114,7 +131,7 @@ class ClassicRun(NamedTuple):
 def train_classic(train_id_pairs: list[tuple[list[int], list[int]]], src_vocab_size: int, tgt_vocab_size: int,
                   steps: int = STEPS, seed: int = 0, time_limit: float | None = None,
                   progress: bool = True) -> ClassicRun:
-    """`trainIters`: `steps` pairs drawn at random (with replacement), one SGD step each."""
+    """`trainIters`: `steps` pairs drawn at random (with replacement), one SGD step each. Introduced in notebook 05."""
     random.seed(seed)
     model = make_classic(src_vocab_size, tgt_vocab_size, seed)
     optimizers = [torch.optim.SGD(part.parameters(), lr=LEARNING_RATE) for part in model]
@@ -139,7 +156,10 @@ def train_classic(train_id_pairs: list[tuple[list[int], list[int]]], src_vocab_s
 
 @torch.no_grad()
 def classic_translate(model: ClassicModel, src_ids: list[int]) -> list[int]:
-    """The tutorial's `evaluate()`: greedy, one token at a time, at most MAX_LENGTH outputs. Returns ids (no EOS)."""
+    """The tutorial's `evaluate()`: greedy, one token at a time, at most MAX_LENGTH outputs. Returns ids (no EOS).
+
+    Introduced in notebook 05.
+    """
     encoder, decoder = model
     encoder.eval(), decoder.eval()
     src_ids = src_ids[:MAX_LENGTH]

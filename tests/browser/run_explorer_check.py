@@ -16,17 +16,23 @@ Run from the repository root:
     .venv/bin/python tests/browser/run_explorer_check.py --frontend notebook --screenshot /tmp/nb7.png
 
 What it does:
-  1. writes a one-cell notebook (a tiny model overfitted on three sentences in about a second, then
-     `AttentionExplorer(...)`) into a temp folder;
-  2. starts JupyterLab (or Notebook 7 with --frontend notebook) from this environment on a free localhost port,
-     token-less, with config, runtime and workspace folders in the temp folder (your Jupyter settings are not
-     read or changed);
-  3. starts chromedriver + headless Chromium, opens the notebook, runs the cell (Shift+Enter);
-  4. waits for the explorer: the text box, model menu, greedy/beam buttons, step slider, and the heatmap PNG
+  1. starts JupyterLab with the README's command, `python -m course_utils.bootstrap lab --headless --ip 127.0.0.1
+     --port <free port>` (so the check also covers the front door: environment reuse, corpus check, --allow-root
+     as root), with Jupyter's config, runtime and workspace folders in a temp folder (your Jupyter settings are
+     not read or changed), and reads the tokenised URL it prints;
+  2. asks the server, with that token, for /api/contents: it must answer 200 and list the course's notebooks;
+  3. writes a one-cell notebook (a tiny model overfitted on three sentences in about a second, then
+     `AttentionExplorer(...)`) into a hidden folder notebooks/.explorer-check-<pid>/ (removed at the end; the
+     server is told `--ContentsManager.allow_hidden=True` after `--`, and pytest never collects hidden folders);
+  4. starts chromedriver + headless Chromium, opens the notebook with the token, runs the cell (Shift+Enter);
+  5. waits for the explorer: the text box, model menu, greedy/beam buttons, step slider, and the heatmap PNG
      inside the Output widget, decoded by the browser (naturalWidth > 0);
-  5. types a new sentence into the text box and presses Enter, then clicks the middle of the step slider:
+  6. types a new sentence into the text box and presses Enter, then clicks the middle of the step slider:
      each time the kernel-side callback must replace the image and the summary (browser -> kernel -> browser);
-  6. saves a screenshot, stops everything it started, and exits 0 (or 1 with the reason).
+  7. saves a screenshot, stops everything it started, and exits 0 (or 1 with the reason).
+
+With --frontend notebook, Notebook 7 is started directly (token-less, the notebook in the temp folder): the
+bootstrap opens only JupyterLab.
 """
 from __future__ import annotations
 
@@ -34,7 +40,9 @@ import argparse
 import base64
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -43,6 +51,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -175,13 +184,30 @@ def wait_http(url: str, timeout: float, what: str) -> None:
     raise CheckFailed(f"{what} did not answer at {url} within {timeout:.0f} s")
 
 
-def wait_kernel_idle(port: int, timeout: float) -> None:
-    """Poll JupyterLab's REST API until the notebook's kernel has started and is idle."""
+class Server(NamedTuple):
+    """A running Jupyter server: its process (a session leader), base URL, token and the check notebook's path."""
+
+    process: subprocess.Popen
+    base: str
+    token: str
+    notebook: str  # path of the check notebook relative to the server's root, as URLs want it
+
+    def get(self, path: str, timeout: float = 10):
+        """GET base + path with the token; returns (HTTP status, parsed JSON body)."""
+        request = urllib.request.Request(self.base + path, headers={"Authorization": f"token {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, None
+
+
+def wait_kernel_idle(server: Server, timeout: float) -> None:
+    """Poll the server's REST API until the notebook's kernel has started and is idle."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/kernels", timeout=5) as response:
-            kernels = json.loads(response.read())
-        if any(kernel.get("execution_state") == "idle" for kernel in kernels):
+        _, kernels = server.get("/api/kernels")
+        if any(kernel.get("execution_state") == "idle" for kernel in kernels or []):
             return
         time.sleep(0.5)
     raise CheckFailed(f"no idle kernel within {timeout:.0f} s (see the JupyterLab log)")
@@ -189,33 +215,103 @@ def wait_kernel_idle(port: int, timeout: float) -> None:
 
 def write_notebook(folder: Path) -> Path:
     notebook = {
-        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+        "cells": [{"id": "explorer-check", "cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
                    "source": CELL.splitlines(keepends=True)}],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
     }
-    page_config = folder / "config" / "labconfig" / "page_config.json"  # no "Jupyter news?" toast
-    page_config.parent.mkdir(parents=True)
-    page_config.write_text(json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / "explorer_check.ipynb"
     path.write_text(json.dumps(notebook, indent=1))
     return path
 
 
-def start_jupyter(frontend: str, folder: Path, port: int, log) -> subprocess.Popen:
-    """JupyterLab (or Notebook 7) of this environment, token-less on localhost, Jupyter folders inside `folder`."""
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(folder / "config"), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
-               IPYTHONDIR=str(folder / "ipython"), MPLBACKEND="module://matplotlib_inline.backend_inline",
-               PYTHONPATH=str(REPO))
-    command = [sys.executable, "-m", "jupyterlab" if frontend == "lab" else "notebook", "--no-browser",
-               f"--port={port}", "--ip=127.0.0.1", f"--ServerApp.root_dir={folder}", "--IdentityProvider.token=",
-               "--ServerApp.password=", "--ServerApp.disable_check_xsrf=True"]
-    if frontend == "lab":
-        command += [f"--LabApp.workspaces_dir={folder / 'workspaces'}", "--LabApp.news_url=None",
-                    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+def jupyter_env(folder: Path) -> dict[str, str]:
+    """Jupyter's config/data/runtime/IPython folders inside `folder`, with no "Jupyter news?" toast."""
+    page_config = folder / "config" / "labconfig" / "page_config.json"
+    page_config.parent.mkdir(parents=True, exist_ok=True)
+    page_config.write_text(json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    return dict(os.environ, JUPYTER_CONFIG_DIR=str(folder / "config"), JUPYTER_DATA_DIR=str(folder / "data"),
+                JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
+                IPYTHONDIR=str(folder / "ipython"), MPLBACKEND="module://matplotlib_inline.backend_inline",
+                PYTHONPATH=str(REPO))
+
+
+LAB_QUIET = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+URL_LINE = re.compile(r"http://127\.0\.0\.1:(\d+)/lab\?token=(\w+)")
+
+
+def bootstrap_lab_command(port: int, folder: Path) -> list[str]:
+    """The README's `lab --headless` command, with this check's Jupyter options after `--`."""
+    return [sys.executable, "-m", "course_utils.bootstrap", "lab", "--headless", "--ip", "127.0.0.1",
+            "--port", str(port), "--", f"--LabApp.workspaces_dir={folder / 'workspaces'}", *LAB_QUIET,
+            "--ContentsManager.allow_hidden=True"]
+
+
+def read_lab_url(log_path: Path, process: subprocess.Popen, timeout: float) -> tuple[str, str]:
+    """Wait for the tokenised URL that `bootstrap lab --headless` tells the user to open; returns (base, token)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = URL_LINE.search(log_path.read_text(errors="replace"))
+        if found:
+            return f"http://127.0.0.1:{found.group(1)}", found.group(2)
+        if process.poll() is not None:
+            raise CheckFailed(f"`bootstrap lab` exited with status {process.returncode} before printing its URL:\n"
+                              + log_path.read_text(errors="replace")[-2000:])
+        time.sleep(0.5)
+    raise CheckFailed(f"`bootstrap lab --headless` printed no http://127.0.0.1:<port>/lab?token=... line within "
+                      f"{timeout:.0f} s (log: {log_path})")
+
+
+def launch_bootstrap_lab(folder: Path, port: int, log) -> subprocess.Popen:
+    """Start `python -m course_utils.bootstrap lab --headless` on `port` (it becomes JupyterLab: execv)."""
+    return subprocess.Popen(bootstrap_lab_command(port, folder), cwd=REPO, env=jupyter_env(folder), stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def check_front_door(process: subprocess.Popen, log_path: Path, check_folder: Path) -> Server:
+    """Read the URL the bootstrap printed; with its token /api/contents must answer 200 and list the course's
+    notebooks, and a wrong token must be refused (403)."""
+    base, token = read_lab_url(log_path, process, 240)
+    server = Server(process, base, token, f"{check_folder.name}/explorer_check.ipynb")
+    wait_http(f"{base}/api", 60, "JupyterLab")
+    status, listing = server.get("/api/contents")
+    if status != 200:
+        raise CheckFailed(f"GET {base}/api/contents with the printed token answered {status}, not 200")
+    listed = {item["name"] for item in listing["content"]}
+    course = {path.name for path in (REPO / "notebooks").glob("*.ipynb")}
+    if not course or not course <= listed:
+        raise CheckFailed(f"/api/contents does not list the course notebooks {sorted(course - listed)}; "
+                          f"it lists {sorted(listed)}")
+    status, _ = server._replace(token=token + "x").get("/api/contents")
+    if status != 403:
+        raise CheckFailed(f"/api/contents answered {status} to a wrong token, not 403: is the server token-less?")
+    return server
+
+
+def launch_notebook7(folder: Path, port: int, log) -> subprocess.Popen:
+    """Notebook 7 of this environment, token-less on localhost, rooted at `folder`."""
+    command = [sys.executable, "-m", "notebook", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+               f"--ServerApp.root_dir={folder}", "--IdentityProvider.token=", "--ServerApp.password="]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # containers and CI often run as root
-    return subprocess.Popen(command, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return subprocess.Popen(command, cwd=folder, env=jupyter_env(folder), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a process started as a session leader, and everything it started (kernels)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # kernels left behind by the server, if any
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 def check(screenshot: Path, chromium: str, chromedriver: str, keep: bool, frontend: str = "lab") -> float:
@@ -225,21 +321,28 @@ def check(screenshot: Path, chromium: str, chromedriver: str, keep: bool, fronte
             raise CheckFailed(f"{binary} not found: sudo apt-get install -y chromium chromium-driver")
     started = time.monotonic()
     folder = Path(tempfile.mkdtemp(prefix="explorer-check-"))
-    write_notebook(folder)
+    # lab: inside the served notebooks/ folder, hidden; notebook: the temp folder is Notebook 7's root
+    check_folder = REPO / "notebooks" / f".explorer-check-{os.getpid()}" if frontend == "lab" else folder
     lab_port, driver_port = free_port(), free_port()
     lab_log = open(folder / "jupyterlab.log", "wb")
-    lab = start_jupyter(frontend, folder, lab_port, lab_log)
-    driver_process = subprocess.Popen([chromedriver, f"--port={driver_port}"], stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL)
-    browser = None
+    jupyter = driver_process = browser = None
     try:
-        wait_http(f"http://127.0.0.1:{lab_port}/api", 90, "JupyterLab")
+        write_notebook(check_folder)
+        jupyter = (launch_bootstrap_lab if frontend == "lab" else launch_notebook7)(folder, lab_port, lab_log)
+        if frontend == "lab":
+            server = check_front_door(jupyter, folder / "jupyterlab.log", check_folder)
+        else:
+            wait_http(f"http://127.0.0.1:{lab_port}/api", 90, "Jupyter Notebook")
+            server = Server(jupyter, f"http://127.0.0.1:{lab_port}", "", "explorer_check.ipynb")
+        driver_process = subprocess.Popen([chromedriver, f"--port={driver_port}"], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
         wait_http(f"http://127.0.0.1:{driver_port}/status", 30, "chromedriver")
         browser = WebDriver(driver_port, chromium)
         page = "doc/tree" if frontend == "lab" else "notebooks"  # JupyterLab's single-document view
-        browser.get(f"http://127.0.0.1:{lab_port}/{page}/explorer_check.ipynb")
+        query = f"?token={server.token}" if server.token else ""
+        browser.get(f"{server.base}/{page}/{server.notebook}{query}")
         browser.wait_for(".jp-Notebook .jp-Cell .cm-content", 90, "the notebook's code cell")
-        wait_kernel_idle(lab_port, 120)
+        wait_kernel_idle(server, 120)
         editor = browser.find(".jp-Notebook .jp-Cell .cm-content")
         browser.click(editor)
         browser.type(editor, SHIFT + ENTER + SHIFT)  # Shift+Enter runs the cell (the trailing SHIFT releases it)
@@ -289,13 +392,17 @@ def check(screenshot: Path, chromium: str, chromedriver: str, keep: bool, fronte
     finally:
         if browser is not None:
             browser.quit()
-        for process in (driver_process, lab):
-            process.terminate()
+        if driver_process is not None:
+            driver_process.terminate()
             try:
-                process.wait(timeout=20)
+                driver_process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                process.kill()
+                driver_process.kill()
+        if jupyter is not None:
+            stop(jupyter)
         lab_log.close()
+        if check_folder != folder:
+            shutil.rmtree(check_folder, ignore_errors=True)
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
         else:
