@@ -107,6 +107,22 @@ class History:
         return cls(**{name: [float(x) for x in values] for name, values in d.items()})
 
 
+# ------------------------------------------------------------------------------------------------- enough data
+MIN_USABLE_PAIRS = 20  # fewer kept pairs cannot fill a training batch and still leave dev and test pairs
+
+
+def enough_pairs_problem(data: CourseData, minimum: int = MIN_USABLE_PAIRS) -> str | None:
+    """None when `data` has enough usable pairs to train and evaluate on; else a one-line message that says how many
+    usable pairs it has, how many are needed, and how to get more. Used by the package, not a notebook."""
+    splits = data.splits
+    if len(data.pairs) >= minimum and splits.train and splits.dev and splits.test:
+        return None
+    return (f"the corpus has only {len(data.pairs):,} usable sentence pairs after filtering (train "
+            f"{len(splits.train):,}, dev {len(splits.dev):,}, test {len(splits.test):,}); training needs at least "
+            f"{minimum:,}, with non-empty dev and test splits: point COURSE_CORPUS to the full corpus, or loosen the "
+            f"filter (max_length)")
+
+
 # ---------------------------------------------------------------------------------------------------- the loop
 class StepResult(NamedTuple):
     """What one `train_step` did: the plain NLL per real target token (also when the optimised loss is
@@ -138,7 +154,7 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
     loss = masked_nll_loss(log_probs, batch.tgt, label_smoothing=config.label_smoothing)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    if config.clip > 0:
+    if False and config.clip > 0:  # DELIBERATE BUG
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
     optimizer.step()
     if config.label_smoothing > 0:  # report the plain NLL, comparable with the dev loss
@@ -152,7 +168,8 @@ def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.
 
     Args:
         model: a Seq2Seq (put in train mode here).
-        loader: yields Batch(src (B, S), src_lengths (B,), src_mask, tgt (B, T), tgt_lengths) (data.make_loader).
+        loader: yields Batch(src (B, S), src_lengths (B,), src_mask, tgt (B, T), tgt_lengths) (data.make_loader);
+            iterated exactly once, and its len() sizes the progress bar.
         optimizer: e.g. Adam over model.parameters().
         config: what train_step reads (teacher_forcing_ratio, label_smoothing, clip).
         deadline: time.perf_counter() value after which the epoch stops early (time budget).
@@ -162,12 +179,15 @@ def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.
     """
     model.train()
     total_loss, total_tokens = 0.0, 0
-    bar = tqdm(loader, desc=desc, leave=False, disable=not progress, mininterval=0.5)
-    for batch in bar:
+    # tqdm(loader) would call iter(loader) once more in its constructor: a bucketed loader would reshuffle twice per
+    # epoch. So the bar only counts, and the loader is iterated exactly once.
+    bar = tqdm(total=len(loader), desc=desc, leave=False, disable=not progress, mininterval=0.5)
+    for batch in loader:
         result = train_step(model, batch.to(model.device), optimizer, config)
         total_loss += result.loss * result.tokens
         total_tokens += result.tokens
         bar.set_postfix(loss=f"{total_loss / total_tokens:.3f}", refresh=False)
+        bar.update()
         if deadline is not None and time.perf_counter() > deadline:
             break
     bar.close()
@@ -209,10 +229,14 @@ def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool 
         config: TrainConfig.
         progress: show tqdm bars.
         log: called with one line per epoch (None: silent).
+    Raises:
+        ValueError: the train or dev split is empty (before any training), or config.device is unusable.
 
     Introduced in notebook 05.
     """
     model.config.check_vocabularies(data.src_vocab, data.tgt_vocab)
+    if not data.splits.train or not data.splits.dev:  # refuse before training, not after the first epoch
+        raise ValueError(enough_pairs_problem(data))
     torch.manual_seed(config.seed)
     device = resolve_device(config.device)
     model.to(device)

@@ -101,3 +101,102 @@ def test_subsets_for_fast_mode_are_seeded_samples_not_the_shortest_prefix():
     assert subset == [p for p in pairs if p in subset]  # original order kept
     assert subset == train.sample_pairs(pairs, 10, seed=0) and subset != train.sample_pairs(pairs, 10, seed=1)
     assert train.sample_pairs(pairs, None, seed=0) == pairs and train.sample_pairs(pairs, 500, seed=0) == pairs
+
+
+class CountingLoader:
+    """A loader that counts how often it is iterated (each iteration of a bucketed loader reshuffles)."""
+
+    def __init__(self, batches):
+        self.batches, self.iterations = batches, 0
+
+    def __iter__(self):
+        self.iterations += 1
+        return iter(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_an_epoch_iterates_its_loader_exactly_once(tiny_course_data, progress):
+    # tqdm(loader) calls iter(loader) in its constructor: a bucketed loader then shuffled twice per epoch, so
+    # epoch e did not use seed + e as BucketBatchSampler promises, and the DataLoader drew extra random numbers.
+    torch.manual_seed(0)
+    model = Seq2Seq(tiny_config(tiny_course_data))
+    config = train.TrainConfig()
+    loader = CountingLoader([fixed_batch(tiny_course_data, tiny_course_data.splits.train[:4])])
+    train.train_epoch(model, loader, train.make_optimizer(model, config), config, progress=progress)
+    assert loader.iterations == 1
+
+
+def test_epoch_e_of_training_sees_the_batches_of_sampler_epoch_e(tiny_course_data, monkeypatch):
+    from course_utils.data import BucketBatchSampler
+
+    seen = []
+    original = BucketBatchSampler.__iter__
+
+    def recording(self):
+        seen.append(self.epoch)
+        return original(self)
+
+    monkeypatch.setattr(BucketBatchSampler, "__iter__", recording)
+    torch.manual_seed(0)
+    model = Seq2Seq(tiny_config(tiny_course_data))
+    train.train(model, tiny_course_data, train.TrainConfig(epochs=3, eval_bleu=False, max_eval_pairs=4),
+                progress=False, log=None)
+    assert seen == [0, 1, 2]
+
+
+# ---------------------------------------------------------------------------------------------- issue 11
+def grad_norm(model) -> float:
+    return float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()
+                                                         if p.grad is not None])))
+
+
+def test_train_step_clips_the_gradient_norm_to_config_clip(tiny_course_data):
+    torch.manual_seed(0)
+    model = Seq2Seq(tiny_config(tiny_course_data, dropout=0.0))
+    batch = fixed_batch(tiny_course_data, tiny_course_data.splits.train[:8])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the weights stay, only the gradients matter
+    train.train_step(model, batch, optimizer, train.TrainConfig(clip=0.0))  # 0 = no clipping
+    unclipped = grad_norm(model)
+    assert unclipped > 0.1
+    train.train_step(model, batch, optimizer, train.TrainConfig(clip=0.05))
+    assert grad_norm(model) == pytest.approx(0.05, rel=1e-3)  # clip_grad_norm_ left the gradients this long
+    train.train_step(model, batch, optimizer, train.TrainConfig(clip=10 * unclipped))
+    assert grad_norm(model) == pytest.approx(unclipped, rel=1e-4)  # a loose clip changes nothing
+
+
+def test_train_decays_the_learning_rate_after_every_epoch(tiny_course_data, monkeypatch):
+    seen = []
+    real_epoch = train.train_epoch
+
+    def spy(model, loader, optimizer, config, *args, **kwargs):
+        seen.append(optimizer.param_groups[0]["lr"])
+        return real_epoch(model, loader, optimizer, config, *args, **kwargs)
+    monkeypatch.setattr(train, "train_epoch", spy)
+    torch.manual_seed(0)
+    model = Seq2Seq(tiny_config(tiny_course_data))
+    config = train.TrainConfig(epochs=3, batch_size=16, learning_rate=1e-2, lr_decay=0.5, device="cpu",
+                               eval_bleu=False)
+    train.train(model, tiny_course_data, config, progress=False, log=None)
+    assert seen == pytest.approx([1e-2, 5e-3, 2.5e-3])
+
+
+def test_train_refuses_empty_splits_before_training(tiny_course_data, monkeypatch):
+    import dataclasses
+
+    monkeypatch.setattr(train, "train_epoch", lambda *args, **kwargs: pytest.fail("trained without a dev set"))
+    no_dev = dataclasses.replace(tiny_course_data, splits=tiny_course_data.splits._replace(dev=[]))
+    model = Seq2Seq(tiny_config(tiny_course_data))
+    with pytest.raises(ValueError, match=r"dev 0.*at least 20"):
+        train.train(model, no_dev, train.TrainConfig(epochs=1, device="cpu"), progress=False, log=None)
+
+
+def test_enough_pairs_problem_counts_usable_pairs(tiny_course_data, tiny_pairs):
+    from course_utils.data import course_data_from_pairs
+
+    assert train.enough_pairs_problem(tiny_course_data) is None
+    small = course_data_from_pairs(tiny_pairs[:8], seed=0)
+    message = train.enough_pairs_problem(small)
+    assert "only 8 usable sentence pairs" in message and f"at least {train.MIN_USABLE_PAIRS}" in message
