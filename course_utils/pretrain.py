@@ -1,0 +1,186 @@
+"""Prepare a class: train and cache, ahead of time, every model the notebooks load.
+
+    python -m course_utils pretrain            # the lecture models of notebooks 04-06 (about 2 minutes each)
+    python -m course_utils pretrain --fast     # their fast-mode (COURSE_FAST=1) smoke-test models, seconds each
+    results = pretrain()                       # the same from Python; returns one PretrainResult per model
+
+Each model is trained by `recipes.load_or_train` and cached where the notebooks look for it (data_dir()/models/);
+a model already cached there is loaded (which also checks that it matches the corpus) and skipped. While it runs it
+says which model is training, which of how many it is, and about how long the rest will take.
+
+NOTEBOOK_MODELS is the list of models the notebooks load; tests/test_pretrain.py checks it against the notebooks.
+`training_notice` is introduced in notebook 04 (and used in 06); the rest is used by the package, not a notebook.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
+
+# The recipes the notebooks pass to load_or_train (04 and 06: all five; 05: bahdanau and none).
+NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-dot", "lecture-general", "lecture-concat", "lecture-none")
+
+# Estimates before the first model of a run has trained; afterwards the run's own measured times are used.
+# Full mode: `python -m course_utils train --recipe lecture-bahdanau` took 120 s for its 10 epochs (dev evaluation
+# included) on a quiet 2-core CPU, i.e. 12 s per epoch. Fast mode: one short epoch (300 pairs, dev BLEU on 100);
+# `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
+SECONDS_PER_EPOCH = 12.0
+FAST_SECONDS_PER_MODEL = 30.0
+
+
+class PretrainResult(NamedTuple):
+    """What pretrain did with one model: status "cached" (loaded, nothing trained), "trained", or "failed"
+    (a cached model that does not match the corpus or recipe; `message` says how to fix it).
+
+    Used by the package, not a notebook.
+    """
+
+    name: str
+    path: str
+    status: str
+    seconds: float
+    message: str = ""
+
+
+@contextlib.contextmanager
+def _fast_env(fast: bool) -> Iterator[None]:
+    """COURSE_FAST set to `fast` inside the block (load_or_train reads it), restored afterwards."""
+    from course_utils.runtime import FAST_ENV
+
+    previous = os.environ.get(FAST_ENV)
+    os.environ[FAST_ENV] = "1" if fast else "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(FAST_ENV, None)
+        else:
+            os.environ[FAST_ENV] = previous
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def estimate_seconds(name: str, fast: bool) -> float:
+    """The constant estimate for training recipe `name` (before anything was measured in this run).
+
+    Used by the package, not a notebook.
+    """
+    from course_utils.recipes import get_recipe
+
+    return FAST_SECONDS_PER_MODEL if fast else SECONDS_PER_EPOCH * get_recipe(name).train.epochs
+
+
+def training_notice(names: Sequence[str], fast: bool | None = None) -> str | None:
+    """What a notebook says before load_or_train trains several models: how many, about how long, and that
+    `pretrain` does it ahead; None when all are cached. Introduced in notebook 04 (and used in 06)."""
+    from course_utils.recipes import model_path
+    from course_utils.runtime import fast_mode
+
+    fast = fast_mode() if fast is None else fast
+    missing = [name for name in names if not model_path(name, fast).exists()]
+    if not missing:
+        return None
+    seconds = sum(estimate_seconds(name, fast) for name in missing)
+    return (f"This will train {len(missing)} model(s){' in fast mode' if fast else ''} ({', '.join(missing)}), "
+            f"about {_minutes(seconds)} on a 2-core CPU. To have them ready before class, run "
+            f"`python -m course_utils pretrain{' --fast' if fast else ''}` once in a terminal.")
+
+
+def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progress: bool = True,
+             retrain: bool = False, log: Callable[[str], None] | None = print) -> list[PretrainResult]:
+    """Train and cache the models the notebooks load (default NOTEBOOK_MODELS); skip those already cached.
+
+    Args:
+        names: recipe names (keys of recipes.RECIPES); default NOTEBOOK_MODELS.
+        fast: fast-mode models (cached as <name>-fast.pt, what COURSE_FAST=1 notebooks load); default fast_mode().
+        progress: tqdm bars while training.
+        retrain: train even the cached ones (and overwrite them).
+        log: where the progress lines go (None: silent).
+    Returns:
+        one PretrainResult per name, in order.
+
+    Used by the package, not a notebook.
+    """
+    from course_utils.checkpoints import CheckpointError
+    from course_utils.corpus import display_path
+    from course_utils.data import load_course_data
+    from course_utils.recipes import get_recipe, load_or_train, model_path
+    from course_utils.runtime import fast_mode
+
+    say = log or (lambda _: None)
+    fast = fast_mode() if fast is None else fast
+    names = list(NOTEBOOK_MODELS if names is None else names)
+    for name in names:
+        get_recipe(name)  # an unknown name fails before anything trains
+    mode = " (fast mode: smoke-test models)" if fast else ""
+    to_train = [name for name in names if retrain or not model_path(name, fast).exists()]
+    estimate = sum(estimate_seconds(name, fast) for name in to_train)
+    say(f"pretrain{mode}: {len(names)} model(s), {len(names) - len(to_train)} already cached, {len(to_train)} to "
+        f"train (about {_minutes(estimate)} on a 2-core CPU)")
+    course = load_course_data(verbose=False)
+    results: list[PretrainResult] = []
+    measured: list[tuple[float, float]] = []  # (seconds taken, constant estimate) of each model trained so far
+    with _fast_env(fast):
+        for k, name in enumerate(names, start=1):
+            path = model_path(name, fast)
+            where = display_path(path)
+            cached = path.exists() and not retrain
+            if not cached:
+                left = [n for n in to_train if n not in {r.name for r in results}]
+                scale = sum(s for s, _ in measured) / sum(e for _, e in measured) if measured else 1.0
+                this, rest = estimate_seconds(name, fast) * scale, sum(estimate_seconds(n, fast) for n in left) * scale
+                say(f"[{k}/{len(names)}] training {name}{mode}: about {_minutes(this)}; about {_minutes(rest)} "
+                    f"left in all ({'measured in this run' if measured else 'estimate'}); cached at {where}")
+            started = time.perf_counter()
+            try:
+                load_or_train(name, data=course, retrain=retrain, progress=progress, verbose=False)
+            except CheckpointError as error:
+                results.append(PretrainResult(name, where, "failed", time.perf_counter() - started, str(error)))
+                say(f"[{k}/{len(names)}] {name}: the cached model at {where} does not fit: {error}\n"
+                    f"    retrain it: python -m course_utils pretrain --retrain {name}")
+                continue
+            seconds = time.perf_counter() - started
+            if cached:
+                results.append(PretrainResult(name, where, "cached", seconds))
+                say(f"[{k}/{len(names)}] {name}: cached at {where}, skipped")
+            else:
+                measured.append((seconds, estimate_seconds(name, fast)))
+                results.append(PretrainResult(name, where, "trained", seconds))
+                say(f"[{k}/{len(names)}] {name}: trained in {_minutes(seconds)}, cached at {where}")
+    trained = [r for r in results if r.status == "trained"]
+    failed = [r.name for r in results if r.status == "failed"]
+    say(f"pretrain done: {len(trained)} trained in {_minutes(sum(r.seconds for r in trained))}, "
+        f"{sum(r.status == 'cached' for r in results)} cached"
+        + (f", {len(failed)} failed ({', '.join(failed)})" if failed else ""))
+    return results
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    """`pretrain`: exit status 0 when every model is cached afterwards, 1 otherwise. Used by the package, not a
+    notebook."""
+    from course_utils.data import CorpusError
+
+    try:
+        results = pretrain(args.names or None, fast=True if args.fast else None, progress=not args.no_progress,
+                           retrain=args.retrain)
+    except (KeyError, CorpusError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0 if all(result.status != "failed" for result in results) else 1
+
+
+def add_pretrain_parser(commands: argparse._SubParsersAction) -> None:
+    """`pretrain`. Used by the package, not a notebook."""
+    parser = commands.add_parser("pretrain", help="train and cache every model the notebooks load (before class)")
+    parser.add_argument("names", nargs="*", help=f"recipes to prepare (default: {' '.join(NOTEBOOK_MODELS)})")
+    parser.add_argument("--fast", action="store_true",
+                        help="the fast-mode smoke-test models (as COURSE_FAST=1; seconds each)")
+    parser.add_argument("--retrain", action="store_true", help="train even the models already cached")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=cmd_pretrain)

@@ -1,0 +1,89 @@
+"""pretrain: trains the missing models the notebooks load, skips the cached ones, says what it does."""
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from course_utils import __main__ as cli
+from course_utils import pretrain as pretrain_module
+from course_utils import recipes
+from course_utils.runtime import FAST_ENV
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+
+
+def test_notebook_models_are_the_recipes_the_notebooks_load():
+    """Every recipe name quoted in a notebook's code, or listed in a notebook's MODEL_NAMES/LECTURE_MODELS, is in
+    NOTEBOOK_MODELS, and every name of NOTEBOOK_MODELS is loaded by some notebook."""
+    quoted = set()
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+        if "load_or_train" in code:
+            quoted |= {name for name in re.findall(r"""["']([a-z_]+-[a-z_]+)["']""", code) if name in recipes.RECIPES}
+    assert quoted == set(pretrain_module.NOTEBOOK_MODELS)
+    assert all(name in recipes.RECIPES for name in pretrain_module.NOTEBOOK_MODELS)
+
+
+@pytest.fixture
+def small_recipes(tiny_course_data, tmp_path, monkeypatch):
+    """Models cached in tmp_path, tiny models of the notebook recipes, the tiny corpus as the course data."""
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv(FAST_ENV, raising=False)
+    for name in pretrain_module.NOTEBOOK_MODELS:
+        monkeypatch.setitem(recipes.RECIPES, name, recipes.RECIPES[name].with_model(embedding_size=8, hidden_size=16))
+    monkeypatch.setattr("course_utils.data.load_course_data", lambda **_: tiny_course_data)
+    return tmp_path
+
+
+def test_pretrain_trains_the_missing_models_then_skips_the_cached_ones(small_recipes):
+    lines = []
+    names = ["lecture-bahdanau", "lecture-none"]
+    first = pretrain_module.pretrain(names, fast=True, progress=False, log=lines.append)
+    assert [(r.name, r.status) for r in first] == [("lecture-bahdanau", "trained"), ("lecture-none", "trained")]
+    for name in names:
+        assert (small_recipes / "models" / f"{name}-fast.pt").exists()
+    assert not (small_recipes / "models" / "lecture-bahdanau.pt").exists()  # fast mode never writes a full model
+    text = "\n".join(lines)
+    assert "2 to train" in text and "[1/2] training lecture-bahdanau" in text and "[2/2] training lecture-none" in text
+    assert re.search(r"\[2/2\] training lecture-none .*about .* left in all \(measured in this run\)", text)
+    assert FAST_ENV not in os.environ  # the fast mode was set for the run only
+
+    lines.clear()
+    second = pretrain_module.pretrain(names, fast=True, progress=False, log=lines.append)
+    assert [r.status for r in second] == ["cached", "cached"]
+    assert "0 to train" in lines[0] and not any("training" in line for line in lines)
+
+
+def test_pretrain_reports_a_cached_model_of_another_configuration(small_recipes, monkeypatch):
+    pretrain_module.pretrain(["lecture-general"], fast=True, progress=False, log=None)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-general",
+                        recipes.RECIPES["lecture-general"].with_model(hidden_size=24))
+    lines = []
+    [result] = pretrain_module.pretrain(["lecture-general"], fast=True, progress=False, log=lines.append)
+    assert result.status == "failed" and "hidden_size" in result.message
+    assert any("pretrain --retrain lecture-general" in line for line in lines)
+    [result] = pretrain_module.pretrain(["lecture-general"], fast=True, progress=False, retrain=True, log=None)
+    assert result.status == "trained"
+
+
+def test_pretrain_command_line(small_recipes, capsys):
+    assert cli.main(["pretrain", "--fast", "--no-progress", "lecture-dot"]) == 0
+    out = capsys.readouterr().out
+    assert "[1/1] training lecture-dot (fast mode" in out and "pretrain done: 1 trained" in out
+    assert (small_recipes / "models" / "lecture-dot-fast.pt").exists()
+    assert cli.main(["pretrain", "--fast", "lecture-magic"]) == 1
+    assert "known recipes" in capsys.readouterr().err
+
+
+def test_training_notice_counts_the_missing_models_and_names_pretrain(small_recipes):
+    names = ["lecture-bahdanau", "lecture-dot"]
+    notice = pretrain_module.training_notice(names, fast=False)
+    assert "train 2 model(s)" in notice and "about 4 min" in notice and "python -m course_utils pretrain`" in notice
+    pretrain_module.pretrain(["lecture-dot"], fast=True, progress=False, log=None)
+    fast_notice = pretrain_module.training_notice(names, fast=True)
+    assert "train 1 model(s) in fast mode (lecture-bahdanau)" in fast_notice and "pretrain --fast" in fast_notice
+    pretrain_module.pretrain(names, fast=True, progress=False, log=None)
+    assert pretrain_module.training_notice(names, fast=True) is None
