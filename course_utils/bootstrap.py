@@ -29,6 +29,7 @@ VENV = REPO / ".venv"
 STAMP_NAME = ".course-requirements.sha256"
 SANITIZE_FILE = REPO / "tests" / "nbval_sanitize.cfg"
 BROWSER_CHECK = REPO / "tests" / "browser" / "run_explorer_check.py"
+SITE_CHECK = REPO / "tests" / "browser" / "run_site_check.py"
 PYTEST_NO_TESTS = 5  # pytest's exit status when nothing was collected
 
 
@@ -174,10 +175,11 @@ def run_browser_check(python: Path) -> None:
         if os.environ.get("COURSE_BROWSER_CHECK") == "1":
             raise BootstrapError("COURSE_BROWSER_CHECK=1 but chromium/chromedriver are missing: "
                                  "apt-get install -y chromium chromium-driver")
-        print("Browser check of the explorer not run: no chromium/chromedriver "
+        print("Browser checks of the explorer and the offline site not run: no chromium/chromedriver "
               "(apt-get install -y chromium chromium-driver; see tests/browser/run_explorer_check.py).", flush=True)
         return
     run([python, BROWSER_CHECK], "the browser check of the explorer")
+    run([python, SITE_CHECK], "the browser check of the offline site (built with python -m course_utils site)")
 
 
 def port_number(text: str) -> int:
