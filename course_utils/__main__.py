@@ -5,6 +5,7 @@
     python -m course_utils train --attention bahdanau --epochs 5 --output model.pt   # train, test, save
     python -m course_utils translate --checkpoint model.pt "je suis tres fatigue ."  # or lines on stdin
     python -m course_utils compare        # every attention type, same budget/seed/data: one table
+    python -m course_utils site --output site/   # offline static site: pages, slides, solutions
 
 Each command is a small function `cmd_<name>(args)` registered in `build_parser()`; to add one, write the
 function and add a parser for it next to the others. Imports of heavy modules happen inside the functions so
@@ -19,7 +20,8 @@ import sys
 # ---------------------------------------------------------------------------------------------------------- data
 def cmd_data_check(args: argparse.Namespace) -> int:
     """Locate the corpus (downloading it if allowed), verify it, print where it is and what it holds."""
-    from course_utils import corpus
+    from course_utils import corpus, data
+    from course_utils.train import enough_pairs_problem
 
     try:
         path = corpus.find_corpus(download=not args.no_download)
@@ -28,6 +30,12 @@ def cmd_data_check(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(report)
+    try:  # readable is not enough: the course filters the pairs; say when too few are left to train on
+        problem = enough_pairs_problem(data.load_course_data(path=path, verbose=False))
+    except data.CorpusError as error:
+        problem = str(error)
+    if problem:
+        print(f"warning: {problem}", file=sys.stderr)
     return 0
 
 
@@ -88,41 +96,82 @@ def _recipe_from_args(args: argparse.Namespace, attention: str | None = None):
     return recipe
 
 
+def _check_device(device: str) -> str | None:
+    """None when `device` can be used here, else the one-line reason (runtime.resolve_device's message)."""
+    from course_utils.runtime import resolve_device
+
+    try:
+        resolve_device(device)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _load_trainable_data(verbose: bool = True):
+    """The course data, or (None, message) when it is missing or too small to train and evaluate on."""
+    from course_utils import data
+    from course_utils.train import enough_pairs_problem
+
+    try:
+        course = data.load_course_data(verbose=verbose)
+    except data.CorpusError as error:
+        return None, str(error)
+    return course, enough_pairs_problem(course)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    """Train one model, print per-epoch metrics and the test scores, save the checkpoint and an attention figure."""
+    """Train one model, print per-epoch metrics and the test scores, save the checkpoint and an attention figure.
+
+    Everything that can be checked is checked before training (options, device, where the checkpoint goes, enough
+    data); the checkpoint is saved right after training, to a fallback location if `--output` fails after all.
+    """
     from pathlib import Path
 
-    from course_utils import data
-    from course_utils.checkpoints import save_checkpoint
+    from course_utils.checkpoints import CheckpointError, check_writable, save_checkpoint_or_fallback
     from course_utils.corpus import data_dir
     from course_utils.decode import translate_batch
     from course_utils.evaluate import evaluate
-    from course_utils.recipes import FAST_EVAL_PAIRS, train_recipe
+    from course_utils.recipes import FAST_EVAL_PAIRS, FAST_OVERRIDES, train_recipe
     from course_utils.runtime import fast_mode
 
     try:
         recipe = _recipe_from_args(args, args.attention)
-        course = data.load_course_data(verbose=True)
-    except (KeyError, ValueError, data.CorpusError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    except (KeyError, ValueError) as error:
+        return _error(str(error).strip("'\""), 2)
+    problem = _check_device(args.device)
+    if problem:
+        return _error(problem, 2)
     fast = args.fast or fast_mode()
     default_output = data_dir() / "models" / f"cli-{recipe.name}{'-fast' if fast else ''}.pt"
     output = Path(args.output) if args.output else default_output
-    print(f"Training {recipe.name}{' in fast mode' if fast else ''}: {recipe}")
+    try:
+        check_writable(output)
+    except CheckpointError as error:
+        return _error(str(error), 2)
+    course, problem = _load_trainable_data()
+    if problem:
+        return _error(problem)
     explicit = {"epochs": args.epochs} if args.epochs else {}  # wins over fast mode's single epoch
+    if fast:  # the banner shows the settings really used
+        recipe = recipe.with_training(**{**FAST_OVERRIDES, **explicit})
+    print(f"Training {recipe.name}{' in fast mode' if fast else ''} ({recipe.train.epochs} epoch(s)): {recipe}")
     trained = train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device, **explicit)
+    trained.model.cpu()
+    try:
+        saved, failure = save_checkpoint_or_fallback(output, trained)  # first, so nothing after can lose it
+    except CheckpointError as error:
+        return _error(str(error))
+    if failure:
+        print(f"warning: could not write {output} ({failure}); saved the checkpoint to {saved} instead",
+              file=sys.stderr)
     test_pairs = course.splits.test[:FAST_EVAL_PAIRS] if fast else course.splits.test
-    result = evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab,
-                            beam_width=recipe.beam_width)
+    result = evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab, beam_width=recipe.beam_width)
     decoding = "greedy" if recipe.beam_width == 1 else f"beam search, width {recipe.beam_width}"
     print(f"\ntest ({len(test_pairs):,} pairs, {decoding}): BLEU {result.bleu:.2f}  chrF {result.chrf:.2f}  "
           f"loss {result.loss:.3f}  perplexity {result.perplexity:.2f}")
     print(f"sacreBLEU signature: {result.signature}\n")
     print(result.table(n=args.examples))
-    trained.model.cpu()
-    save_checkpoint(output, trained)
-    print(f"\ncheckpoint saved to {output}")
+    print(f"\ncheckpoint saved to {saved}")
     if trained.model_config.attention == "none":
         print("no attention figure: this model has no attention")
         return 0
@@ -131,7 +180,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     sentences = [pair.source for pair in course.splits.test[:args.figure_sentences]]
     translations = translate_batch(trained.model, course.src_vocab, course.tgt_vocab, sentences)
     figure = viz.plot_sentence_grid(translations, title=f"{recipe.name}: attention on test sentences")
-    path = viz.save_figure(figure, output.with_suffix(".attention.png"))
+    try:
+        path = viz.save_figure(figure, saved.with_suffix(".attention.png"))
+    except OSError as error:
+        print(f"warning: could not save the attention figure ({error.strerror or error})", file=sys.stderr)
+        return 0
     print(f"attention heatmaps of {len(sentences)} test sentences saved to {path}")
     return 0
 
@@ -165,60 +218,59 @@ def add_train_parser(commands: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------- translate
-def _translate_stdin(trained, args: argparse.Namespace) -> int:
-    """One translation per input line, in order; bad lines give an empty output line and a warning on stderr."""
-    from course_utils.decode import prepare_source, translate_batch
+def _error(message: str, status: int = 1) -> int:
+    """Print a one-line error on stderr and return the exit status for it."""
+    print(f"error: {message}", file=sys.stderr)
+    return status
 
-    lines = sys.stdin.read().splitlines()
-    outputs = [""] * len(lines)
-    good: list[int] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            print(f"warning: line {number} is empty; wrote an empty line", file=sys.stderr)
-            continue
-        try:
-            words, _, unknown = prepare_source(trained.src_vocab, line)
-        except ValueError as error:
-            print(f"warning: line {number}: {error}; wrote an empty line", file=sys.stderr)
-            continue
-        if unknown:
-            print(f"warning: line {number}: unknown words fed as <unk>: {', '.join(unknown)}", file=sys.stderr)
-        good.append(number - 1)
-    try:
-        results = translate_batch(trained.model, trained.src_vocab, trained.tgt_vocab, [lines[i] for i in good],
-                                  beam_width=args.beam, batch_size=args.batch_size)
-    except ValueError as error:  # e.g. a sentence too long for the 2017 location-attention exhibit
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    for index, translation in zip(good, results):
-        outputs[index] = translation.text
-    sys.stdout.write("".join(output + "\n" for output in outputs))
+
+def _translate_stdin(trained, args: argparse.Namespace) -> int:
+    """One translation per input line, in order; bad lines give an empty output line and a warning on stderr.
+
+    The steps live in course_utils.batch_translate: read bytes, check each line, translate in batches (a failing
+    batch is retried line by line), write.
+    """
+    from course_utils import batch_translate
+
+    def warn(message: str) -> None:
+        print(f"warning: {message}", file=sys.stderr)
+
+    raw_lines = batch_translate.read_lines(getattr(sys.stdin, "buffer", sys.stdin))
+    lines = batch_translate.check_lines(raw_lines, trained.src_vocab, warn)
+    outputs = batch_translate.translate_lines(trained.model, trained.src_vocab, trained.tgt_vocab, lines,
+                                              beam_width=args.beam, batch_size=args.batch_size, warn=warn)
+    batch_translate.write_lines(outputs, sys.stdout)
     return 0
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
     """Translate the sentence argument, or every line of standard input."""
     from course_utils.checkpoints import CheckpointError, load_checkpoint
-    from course_utils.decode import attention_table, translate
+    from course_utils.decode import attention_table, prepare_source, source_warnings, translate
+    from course_utils.runtime import resolve_device
 
-    if args.beam < 1:
-        print(f"error: --beam must be at least 1, got {args.beam}", file=sys.stderr)
-        return 2
+    if args.beam < 1:  # every option is checked before the checkpoint is loaded or any input is read
+        return _error(f"--beam must be at least 1, got {args.beam}", 2)
+    if args.batch_size < 1:
+        return _error(f"--batch-size must be at least 1, got {args.batch_size}", 2)
+    try:
+        resolve_device(args.device)
+    except ValueError as error:
+        return _error(str(error), 2)
     try:
         trained = load_checkpoint(args.checkpoint, device=args.device)
     except CheckpointError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return _error(str(error))
     if args.sentence is None:
         return _translate_stdin(trained, args)
     try:
+        words, _, unknown = prepare_source(trained.src_vocab, args.sentence)
         translation = translate(trained.model, trained.src_vocab, trained.tgt_vocab, args.sentence,
                                 beam_width=args.beam)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    if translation.unknown_words:
-        print(f"note: unknown words (translated as <unk>): {', '.join(translation.unknown_words)}", file=sys.stderr)
+        return _error(str(error))
+    for message in source_warnings(words, unknown):
+        print(f"note: {message}", file=sys.stderr)
     print(translation.text)
     if args.show_attention:
         print()
@@ -244,19 +296,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Train every attention type with one budget, seed and data; print one table and save the loss curves."""
     from pathlib import Path
 
-    from course_utils import data
     from course_utils.corpus import data_dir
     from course_utils.evaluate import evaluate
     from course_utils.recipes import FAST_EVAL_PAIRS, RECIPES, train_recipe
     from course_utils.runtime import fast_mode
     from course_utils.seq2seq import count_parameters
+    from course_utils.train import sample_pairs
 
     try:
         base = _recipe_from_args(args)
-        course = data.load_course_data(verbose=True)
-    except (KeyError, ValueError, data.CorpusError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    except (KeyError, ValueError) as error:
+        return _error(str(error).strip("'\""), 2)
+    problem = _check_device(args.device)
+    if problem:
+        return _error(problem, 2)
+    course, problem = _load_trainable_data()
+    if problem:
+        return _error(problem)
     fast = args.fast or fast_mode()
     test_pairs = course.splits.test[:FAST_EVAL_PAIRS] if fast else course.splits.test
     rows, histories = [], {}
@@ -285,12 +341,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in [header, ["-" * w for w in widths]] + rows:
         cells = [cell.rjust(width) if i else cell.ljust(width) for i, (cell, width) in enumerate(zip(row, widths))]
         print("  ".join(cells))
-    print(f"\nsame data (train {len(course.splits.train):,} pairs), seed {base.train.seed}, recipe {args.recipe}"
-          f"{' (fast mode)' if fast else ''}; sacreBLEU: {test.signature}")
+    trained_on = len(sample_pairs(course.splits.train, trained.train_config.max_train_pairs, trained.train_config.seed))
+    print(f"\nsame data (trained on {trained_on:,} of the {len(course.splits.train):,} training pairs), seed "
+          f"{base.train.seed}, recipe {args.recipe}{' (fast mode)' if fast else ''}; sacreBLEU: {test.signature}")
     from course_utils import viz
 
     figure_path = Path(args.figure) if args.figure else data_dir() / "compare" / "loss_curves.png"
-    viz.save_figure(viz.plot_history(histories, title=f"{args.recipe}: every attention type"), figure_path)
+    try:
+        viz.save_figure(viz.plot_history(histories, title=f"{args.recipe}: every attention type"), figure_path)
+    except OSError as error:  # the table above is the result; a figure that cannot be written loses nothing else
+        print(f"warning: could not save the loss curves to {figure_path} ({error.strerror or error}); pass "
+              "--figure a writable path", file=sys.stderr)
+        return 0
     print(f"loss curves saved to {figure_path}")
     return 0
 
@@ -315,6 +377,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(commands)
     add_translate_parser(commands)
     add_compare_parser(commands)
+    from course_utils.pretrain import add_pretrain_parser  # `pretrain`: course_utils/pretrain.py
+
+    add_pretrain_parser(commands)
+    from course_utils.site import add_site_parser  # `site`: course_utils/site.py
+
+    add_site_parser(commands)
     return parser
 
 

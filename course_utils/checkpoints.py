@@ -2,15 +2,21 @@
 
     save_checkpoint("data/models/mine.pt", trained)    # configs + vocabularies + weights + history, atomically
     trained = load_checkpoint("data/models/mine.pt")   # torch.load(weights_only=True): no code runs on load
+    check_writable("out/mine.pt")                      # before training: can the checkpoint be written there?
+    path, why = save_checkpoint_or_fallback("out/mine.pt", trained)   # never loses a trained model
 
-A checkpoint that cannot be used (not a course checkpoint, another configuration or vocabulary) raises
-CheckpointError with a message that says what differs and how to fix it. Introduced in notebook 05.
+A checkpoint that cannot be used (a directory, not a course checkpoint, corrupt or incomplete, NaN weights, a
+configuration this version cannot build, another configuration or vocabulary) raises CheckpointError with a
+one-line message that says what is wrong and how to fix it. Introduced in notebook 05.
 """
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
+import re
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +29,7 @@ from course_utils.train import History, TrainConfig
 from course_utils.vocab import Vocab
 
 CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
+REQUIRED_KEYS = ("name", "model_config", "train_config", "src_vocab", "tgt_vocab", "history", "state_dict")
 
 
 class CheckpointError(RuntimeError):
@@ -50,13 +57,24 @@ class TrainedModel:
         return translate(self.model, self.src_vocab, self.tgt_vocab, sentence, beam_width=beam_width)
 
 
+def _file_mode() -> int:
+    """The mode an ordinary new file gets here: 0o666 minus the umask (mkstemp alone would give 0o600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def save_checkpoint(path: str | os.PathLike, trained: TrainedModel) -> Path:
     """Write configs + vocabularies + weights + history to `path` atomically (temp file, then os.replace).
 
     Only plain Python types and tensors are stored, so `load_checkpoint` can use torch.load(weights_only=True).
-    Returns the path. Introduced in notebook 05.
+    The file gets the permissions of any new file (0o666 minus the umask, e.g. 0o644), not mkstemp's 0o600.
+    Returns the path; raises OSError when the folder cannot be written (see `save_checkpoint_or_fallback`).
+    Introduced in notebook 05.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a checkpoint file name", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "format": CHECKPOINT_FORMAT,
@@ -73,11 +91,79 @@ def save_checkpoint(path: str | os.PathLike, trained: TrainedModel) -> Path:
     try:
         with os.fdopen(handle, "wb") as file:
             torch.save(payload, file)
+        os.chmod(temp_name, _file_mode())
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def check_writable(path: str | os.PathLike) -> Path:
+    """Check, before any training, that a checkpoint can be written to `path`; returns it as a Path.
+
+    Creates the missing parent folders and writes (then removes) a temporary file next to `path`. Raises
+    CheckpointError with a one-line message naming the path, the reason and the fix. Used by the package, not a
+    notebook.
+    """
+    path = Path(path)
+    fix = "pass --output a file in a folder you can write (e.g. data/models/mine.pt)"
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a directory; {fix}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise CheckpointError(f"cannot write {path}: {error.strerror or error}; {fix}") from error
+    return path
+
+
+def fallback_locations(path: str | os.PathLike) -> list[Path]:
+    """Where `save_checkpoint_or_fallback` tries next: data_dir()/models/, then the system's temp folder.
+
+    Used by the package, not a notebook.
+    """
+    from course_utils.corpus import data_dir
+
+    name = Path(path).name or "model.pt"
+    places = [data_dir() / "models" / name, Path(tempfile.gettempdir()) / "course_utils" / name]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return [place.with_name(f"{place.stem}-{stamp}{place.suffix}") if place.exists() else place
+            for place in places]  # never overwrite another model
+
+
+def save_checkpoint_or_fallback(path: str | os.PathLike, trained: TrainedModel) -> tuple[Path, str | None]:
+    """save_checkpoint to `path`; if that fails, to the first `fallback_locations` that works.
+
+    Returns (where it was saved, None) or (fallback path, why `path` failed). Never loses the model silently:
+    raises CheckpointError naming every place tried only when no location at all could be written. Used by the
+    package, not a notebook.
+    """
+    try:
+        return save_checkpoint(path, trained), None
+    except OSError as error:
+        reason = f"{error.strerror or error}"
+    tried = [str(path)]
+    for fallback in fallback_locations(path):
+        if fallback.resolve() == Path(path).resolve():
+            continue
+        try:
+            return save_checkpoint(fallback, trained), reason
+        except OSError:
+            tried.append(str(fallback))
+    raise CheckpointError(f"could not save the checkpoint anywhere (tried {', '.join(tried)}): {reason}")
+
+
+def _first_sentence(error: BaseException, limit: int = 160) -> str:
+    """The first sentence of an exception's message, without terminal colour codes, at most `limit` characters.
+
+    torch's unpickling errors are paragraphs with ANSI escapes; the user needs their first line only.
+    """
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
+    text = (text.splitlines() or [""])[0].split(". ")[0]
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _differences(expected: dict, found: dict) -> list[str]:
@@ -106,29 +192,42 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
     Returns:
         TrainedModel with the model in eval mode.
     Raises:
-        CheckpointError: not a course checkpoint, or mismatched configuration/vocabulary.
+        CheckpointError: a directory, not a course checkpoint, a corrupt or incomplete one, a configuration this
+            version cannot build, NaN/infinite weights, or a mismatched configuration/vocabulary.
+        ValueError: `device` is unknown or absent on this machine (runtime.resolve_device).
 
     Introduced in notebook 05.
     """
     path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a directory, not a checkpoint file; pass the .pt file inside it (e.g. "
+                              f"{path / 'model.pt'})")
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}; train one with `python -m course_utils train --output "
                               f"{path}` or load_or_train(name)")
+    target = resolve_device(device)  # an unusable device fails here, before the file is read
+    redo = f"delete {path} (or pass another path) and train again"
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # truncated file, pickle with code in it, not a torch file at all
-        raise CheckpointError(f"{path} is not a readable course checkpoint ({type(error).__name__}: {error}); "
-                              "delete it and train again") from error
+        raise CheckpointError(f"{path} is not a readable course checkpoint ({type(error).__name__}: "
+                              f"{_first_sentence(error)}); {redo}") from error
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is not a course_utils checkpoint (format {CHECKPOINT_FORMAT!r} expected); "
                               "train one with `python -m course_utils train`")
-    redo = f"delete {path} (or pass another path) and train again"
+    missing = [key for key in REQUIRED_KEYS if key not in payload]
+    if missing:
+        raise CheckpointError(f"{path} is an incomplete checkpoint: it lacks {', '.join(missing)}; {redo}")
     if config is not None:
         problems = _differences(dataclasses.asdict(config), payload["model_config"])
         if problems:
             raise CheckpointError(f"{path} was made with another model configuration: {'; '.join(problems)}. "
                                   f"Build the model from the checkpoint's config, or {redo}")
-    saved_vocabs = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
+    try:
+        saved_vocabs = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
+        history = History.from_dict(payload["history"])
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        raise CheckpointError(f"{path} holds a damaged vocabulary or history ({error}); {redo}") from error
     for which, expected, found in (("source", src_vocab, saved_vocabs[0]), ("target", tgt_vocab, saved_vocabs[1])):
         if expected is not None and expected != found:
             raise CheckpointError(f"{path} was trained with another {which} vocabulary "
@@ -140,16 +239,27 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
     except TypeError as error:
         raise CheckpointError(f"{path} has config fields this version of course_utils does not know ({error}); "
                               f"{redo}") from error
+    except ValueError as error:  # e.g. an attention kind this version does not have
+        raise CheckpointError(f"{path} has a configuration this version of course_utils cannot build ({error}); "
+                              f"{redo}") from error
     try:
         model_config.check_vocabularies(*saved_vocabs)
     except ValueError as error:
         raise CheckpointError(f"{path}: {error}; {redo}") from error
+    state_dict = payload["state_dict"]
+    if not isinstance(state_dict, dict) or not all(isinstance(value, torch.Tensor) for value in state_dict.values()):
+        raise CheckpointError(f"{path} holds no usable weights (state_dict is not a dict of tensors); {redo}")
+    broken = [key for key, value in state_dict.items()
+              if value.is_floating_point() and not bool(torch.isfinite(value).all())]
+    if broken:
+        raise CheckpointError(f"{path} has NaN or infinite weights in {len(broken)} tensor(s) (first: {broken[0]}); "
+                              f"training diverged: train again with a lower learning rate, or {redo}")
     model = Seq2Seq(model_config)
     try:
-        model.load_state_dict(payload["state_dict"])
+        model.load_state_dict(state_dict)
     except RuntimeError as error:
-        raise CheckpointError(f"{path}: the weights do not fit the model its config describes ({error}); "
-                              f"{redo}") from error
-    model.to(resolve_device(device)).eval()
-    return TrainedModel(payload["name"], model, *saved_vocabs, model_config, train_config,
-                        History.from_dict(payload["history"]), payload.get("fast", False))
+        raise CheckpointError(f"{path}: the weights do not fit the model its config describes "
+                              f"({_first_sentence(error)}); {redo}") from error
+    model.to(target).eval()
+    return TrainedModel(str(payload["name"]), model, *saved_vocabs, model_config, train_config, history,
+                        bool(payload.get("fast", False)))

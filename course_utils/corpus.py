@@ -19,6 +19,7 @@ import hashlib
 import http.client
 import io
 import os
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -30,6 +31,7 @@ DATA_DIR_ENV = "COURSE_DATA_DIR"  # where the corpus and the trained models are 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS_FILENAME = "eng-fra.txt"  # what the data folder holds once fetched
 CORPUS_URL = "https://download.pytorch.org/tutorial/data.zip"
+DOWNLOAD_TIMEOUT = 15.0  # seconds without an answer (connecting, or between two reads) before a download gives up
 CORPUS_MEMBERS = ("data/eng-fra.txt", "eng-fra.txt", "fra.txt")  # tutorial zip, flat copy, manythings zip
 
 
@@ -87,6 +89,9 @@ def find_corpus(download: bool = True) -> Path:
     named = os.environ.get(CORPUS_ENV)
     if named:
         path = Path(named).expanduser()
+        if path.is_dir():
+            raise CorpusError(f"{CORPUS_ENV}={named!r} is a directory, not a file. Point it to the corpus file "
+                              f"itself (a zip with data/eng-fra.txt or fra.txt inside, or a tab-separated text file).")
         if not path.is_file():
             raise CorpusError(f"{CORPUS_ENV}={named!r} but no such file exists. Fix the path (a zip with "
                               f"data/eng-fra.txt or fra.txt inside, or a tab-separated text file), or unset "
@@ -111,12 +116,18 @@ def download_corpus(dest_dir: str | os.PathLike | None = None, url: str = CORPUS
     Returns the path of the verified file; raises CorpusError on any failure. Introduced in notebook 01.
     """
     dest_dir = Path(dest_dir) if dest_dir is not None else data_dir()
-    dest_dir.mkdir(parents=True, exist_ok=True)
     target = dest_dir / CORPUS_FILENAME
     no_network_fix = f"No network? Set {CORPUS_ENV} to a local copy of the corpus (zip or tab-separated file)."
-    archive = _temp_path(dest_dir, ".zip.part")
-    text = _temp_path(dest_dir, ".txt.part")
+    archive = text = None
     try:
+        try:  # the folder and the temporary files first: a bad COURSE_DATA_DIR or a read-only data/ fails here
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            archive = _temp_path(dest_dir, ".zip.part")
+            text = _temp_path(dest_dir, ".txt.part")
+        except OSError as error:
+            raise CorpusError(f"Cannot write the corpus to {display_path(dest_dir)} ({error.strerror or error}). "
+                              f"Make it writable, set {DATA_DIR_ENV} to a writable folder, or set {CORPUS_ENV} to a "
+                              f"local copy of the corpus.") from error
         with archive.open("wb") as archive_file:
             _fetch(url, archive_file, progress)
         if not zipfile.is_zipfile(archive):
@@ -135,10 +146,14 @@ def download_corpus(dest_dir: str | os.PathLike | None = None, url: str = CORPUS
     except CorpusError:
         raise
     except (OSError, http.client.HTTPException) as error:  # URLError, timeouts, resets, truncated reads
+        if _is_timeout(error):
+            raise CorpusError(f"The server at {url} did not answer within {DOWNLOAD_TIMEOUT:.0f} s. Try again "
+                              f"later. {no_network_fix}") from error
         raise CorpusError(f"Could not download the corpus from {url}: {error!r}. {no_network_fix}") from error
     finally:
-        archive.unlink(missing_ok=True)
-        text.unlink(missing_ok=True)  # already gone after a successful os.replace
+        for temporary in (archive, text):
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)  # `text` is already gone after a successful os.replace
     return target
 
 
@@ -149,11 +164,24 @@ def _temp_path(folder: Path, suffix: str) -> Path:
     return Path(name)
 
 
+def _is_timeout(error: BaseException) -> bool:
+    """True for a timeout, also when urllib wraps it in a URLError."""
+    reason = getattr(error, "reason", None)
+    return isinstance(error, TimeoutError) or isinstance(reason, TimeoutError) or "timed out" in str(error)
+
+
 def _fetch(url: str, out: io.BufferedIOBase, progress: bool, chunk_size: int = 1 << 16) -> None:
-    """Stream `url` into `out` with a tqdm progress bar; raise CorpusError if the body is truncated."""
+    """Stream `url` into `out` with a tqdm progress bar; raise CorpusError if the body is truncated.
+
+    Says on stderr what it waits for; a server that connects but does not answer times out after DOWNLOAD_TIMEOUT
+    seconds (per connection attempt and per read), not a silent minute.
+    """
     from tqdm.auto import tqdm
 
-    with urlopen(url, timeout=60) as response:
+    if progress:
+        print(f"Downloading the corpus from {url} (waiting up to {DOWNLOAD_TIMEOUT:.0f} s for the server to "
+              f"answer; set {CORPUS_ENV} to a local copy to skip this)...", file=sys.stderr, flush=True)
+    with urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
         total = int(response.headers.get("Content-Length") or 0) or None
         received = 0
         with tqdm(total=total, unit="B", unit_scale=True, desc="data.zip", disable=not progress) as bar:
@@ -170,10 +198,17 @@ def _fetch(url: str, out: io.BufferedIOBase, progress: bool, chunk_size: int = 1
 def _read_corpus_bytes(path: Path, where: str | None = None) -> tuple[bytes, str | None]:
     """The raw bytes of the corpus text in `path` (a zip or a plain file) and the zip member used (or None)."""
     where = where or display_path(path)
+    if path.is_dir():
+        raise CorpusError(f"{where} is a directory, not a corpus file. Point {CORPUS_ENV} (or --path) to the corpus "
+                          f"file or archive itself, e.g. {display_path(path / CORPUS_FILENAME)}.")
     if not path.is_file():
         raise CorpusError(f"{where} does not exist. Set {CORPUS_ENV} to the corpus file or archive.")
-    if not (zipfile.is_zipfile(path) or path.suffix.lower() == ".zip"):
-        return path.read_bytes(), None
+    try:
+        if not (zipfile.is_zipfile(path) or path.suffix.lower() == ".zip"):
+            return path.read_bytes(), None
+    except OSError as error:
+        raise CorpusError(f"{where} cannot be read ({error.strerror or error}). Fix its permissions, or point "
+                          f"{CORPUS_ENV} to a readable copy.") from error
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
@@ -188,6 +223,9 @@ def _read_corpus_bytes(path: Path, where: str | None = None) -> tuple[bytes, str
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
         raise CorpusError(f"{where} is not a readable zip archive ({error}); it may be a truncated download. "
                           f"Delete it and fetch it again, or point {CORPUS_ENV} to a good copy.") from error
+    except OSError as error:
+        raise CorpusError(f"{where} cannot be read ({error.strerror or error}). Fix its permissions, or point "
+                          f"{CORPUS_ENV} to a readable copy.") from error
 
 
 def _decode_lines(raw: bytes, where: str) -> list[str]:

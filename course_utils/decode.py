@@ -347,15 +347,40 @@ def prepare_source(src_vocab, sentence: str) -> tuple[list[str], list[int], list
     normalised = normalize_string(sentence)
     words = normalised.split()
     if not words:
-        raise ValueError(f"nothing to translate in {sentence!r}: it is empty after normalisation; "
+        raise ValueError(f"nothing to translate in {clip_text(repr(sentence))}: it is empty after normalisation; "
                          "type a sentence such as 'je suis fatigue .'")
     ids = src_vocab.encode(normalised, add_eos=True)
     unknown = [word for word, index in zip(words, ids) if index == UNK_ID]
-    if len(unknown) == len(words):
-        raise ValueError(f"every word of {normalised!r} is unknown to this model's vocabulary "
-                         f"({', '.join(unknown)}); the model was trained on French sentences such as "
-                         "'je suis fatigue .'; check the language direction and spelling")
+    if len(unknown) == len(words):  # the words are named once, clipped: a 10,000-letter token stays one line
+        raise ValueError(f"every word is unknown to this model's vocabulary ({clip_text(', '.join(unknown))}); "
+                         "the model was trained on French sentences such as 'je suis fatigue .'; check the "
+                         "language direction and spelling")
     return words, ids, unknown
+
+
+def clip_text(text: str, limit: int = 60) -> str:
+    """`text` cut to at most `limit` characters, with the total length said when cut (for error messages).
+
+    Used by the package, not a notebook.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def source_warnings(words: Sequence[str], unknown: Sequence[str]) -> list[str]:
+    """What to tell the user about a translatable source (words and unknown words from `prepare_source`).
+
+    Unknown words (clipped: a pasted 10,000-letter token is named once, briefly) and a source with no word at
+    all, only punctuation, which the model translates into a guess. Used by the package, not a notebook.
+    """
+    warnings = []
+    if unknown:
+        warnings.append(f"unknown words fed as <unk>: {clip_text(', '.join(unknown))}")
+    if not any(character.isalpha() for word in words for character in word):
+        warnings.append(f"only punctuation ({clip_text(' '.join(words))}), no word to translate; the output is "
+                        "a guess")
+    return warnings
 
 
 def _to_translation(words, unknown, tgt_vocab, output_ids: list[int], attention: Tensor | None,

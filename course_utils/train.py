@@ -154,7 +154,7 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
     loss = masked_nll_loss(log_probs, batch.tgt, label_smoothing=config.label_smoothing)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    if False and config.clip > 0:  # DELIBERATE BUG
+    if config.clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
     optimizer.step()
     if config.label_smoothing > 0:  # report the plain NLL, comparable with the dev loss

@@ -64,3 +64,116 @@ def test_files_that_are_not_checkpoints_raise_checkpoint_error(tmp_path):
         load_checkpoint(tmp_path / "other.pt")
     with pytest.raises(CheckpointError, match="no checkpoint at"):
         load_checkpoint(tmp_path / "missing.pt")
+
+
+# ---------------------------------------------------------------------------------------------- issue 11: bad files
+def first_line_only(message: str) -> bool:
+    return "\n" not in message and len(message) < 400
+
+
+def tampered(path, **changes):
+    """Rewrite the checkpoint at `path` with payload keys replaced (value None: key removed)."""
+    payload = torch.load(path, weights_only=True)
+    for key, value in changes.items():
+        if value is None:
+            payload.pop(key)
+        else:
+            payload[key] = value
+    torch.save(payload, path)
+    return path
+
+
+def test_unknown_attention_in_the_stored_config_is_a_checkpoint_error(tiny_course_data, tmp_path):
+    path = save_checkpoint(tmp_path / "tiny.pt", make_trained(tiny_course_data))
+    config = torch.load(path, weights_only=True)["model_config"]
+    tampered(path, model_config={**config, "attention": "telepathic"})
+    with pytest.raises(CheckpointError, match="'telepathic'.*train again") as error:
+        load_checkpoint(path)
+    assert first_line_only(str(error.value))
+
+
+@pytest.mark.parametrize("key", ["src_vocab", "history", "state_dict", "model_config"])
+def test_a_checkpoint_lacking_a_key_is_a_checkpoint_error_naming_it(tiny_course_data, tmp_path, key):
+    path = tampered(save_checkpoint(tmp_path / "tiny.pt", make_trained(tiny_course_data)), **{key: None})
+    with pytest.raises(CheckpointError, match=f"incomplete checkpoint: it lacks {key}"):
+        load_checkpoint(path)
+
+
+def test_a_damaged_vocabulary_or_history_is_a_checkpoint_error(tiny_course_data, tmp_path):
+    path = tampered(save_checkpoint(tmp_path / "tiny.pt", make_trained(tiny_course_data)), history={"loss": [1.0]})
+    with pytest.raises(CheckpointError, match="damaged vocabulary or history"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_nan_or_infinite_weights_are_refused(tiny_course_data, tmp_path, bad):
+    trained = make_trained(tiny_course_data)
+    with torch.no_grad():
+        trained.model.decoder.out.weight[0, 0] = bad
+    path = save_checkpoint(tmp_path / "tiny.pt", trained)
+    with pytest.raises(CheckpointError, match=r"NaN or infinite weights .*decoder\.out\.weight"):
+        load_checkpoint(path)
+
+
+def test_a_corrupt_checkpoint_gives_a_short_message_not_torchs_paragraph(tiny_course_data, tmp_path):
+    good = save_checkpoint(tmp_path / "tiny.pt", make_trained(tiny_course_data)).read_bytes()
+    truncated = tmp_path / "truncated.pt"
+    truncated.write_bytes(good[: len(good) // 2])
+    pickled = tmp_path / "pickled.pt"
+    torch.save({"format": "x", "code": torch.nn.Linear(1, 1)}, pickled)  # weights_only refuses the module
+    for path in (truncated, pickled):
+        with pytest.raises(CheckpointError, match="not a readable course checkpoint") as error:
+            load_checkpoint(path)
+        assert first_line_only(str(error.value)) and "\x1b" not in str(error.value), str(error.value)
+
+
+def test_a_directory_is_named_as_a_directory(tmp_path):
+    with pytest.raises(CheckpointError, match="is a directory"):
+        load_checkpoint(tmp_path)
+
+
+def test_checkpoints_get_the_mode_of_an_ordinary_file(tiny_course_data, tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        path = save_checkpoint(tmp_path / "tiny.pt", make_trained(tiny_course_data))
+        assert path.stat().st_mode & 0o777 == 0o644
+        os.umask(0o077)
+        path = save_checkpoint(tmp_path / "private.pt", make_trained(tiny_course_data))
+        assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
+
+
+def unwritable_folder(tmp_path):
+    """A folder nobody can create or write, even root: its would-be parent is a plain file."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+    return blocker / "models"
+
+
+def test_check_writable_refuses_an_unwritable_folder_and_a_directory(tmp_path):
+    from course_utils.checkpoints import check_writable
+
+    with pytest.raises(CheckpointError, match=r"cannot write .*blocker.*--output") as error:
+        check_writable(unwritable_folder(tmp_path) / "model.pt")
+    assert first_line_only(str(error.value))
+    with pytest.raises(CheckpointError, match="is a directory"):
+        check_writable(tmp_path)
+    assert check_writable(tmp_path / "new" / "model.pt") == tmp_path / "new" / "model.pt"
+    assert list((tmp_path / "new").iterdir()) == []  # the probe file is gone
+
+
+def test_save_with_fallback_keeps_the_model_when_the_folder_cannot_be_written(tiny_course_data, tmp_path,
+                                                                                monkeypatch):
+    from course_utils.checkpoints import save_checkpoint_or_fallback
+
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data"))
+    trained = make_trained(tiny_course_data)
+    saved, reason = save_checkpoint_or_fallback(unwritable_folder(tmp_path) / "model.pt", trained)
+    assert saved == tmp_path / "data" / "models" / "model.pt" and reason
+    assert load_checkpoint(saved).model_config == trained.model_config
+    second, _ = save_checkpoint_or_fallback(unwritable_folder(tmp_path) / "model.pt", trained)
+    assert second != saved and second.parent == saved.parent  # never overwrites the first rescued model
+    assert save_checkpoint_or_fallback(tmp_path / "ok.pt", trained) == (tmp_path / "ok.pt", None)

@@ -1,4 +1,5 @@
 """The command line: translate (sentence and stdin modes, bad input), train and compare on a tiny corpus."""
+import io
 import subprocess
 import sys
 
@@ -24,8 +25,24 @@ def tiny_checkpoint(tiny_course_data, tmp_path):
 
 
 def run_cli(*args, stdin=None):
+    """`python -m course_utils *args` in a subprocess; stdin as str, or bytes (then stdout/stderr are decoded)."""
+    if isinstance(stdin, bytes):
+        result = subprocess.run([sys.executable, "-m", "course_utils", *args], input=stdin, capture_output=True,
+                                timeout=120)
+        return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode("utf-8"),
+                                           result.stderr.decode("utf-8", "replace"))
     return subprocess.run([sys.executable, "-m", "course_utils", *args], input=stdin, capture_output=True,
                           text=True, timeout=120)
+
+
+def checkpoint_of(data, path, attention="bahdanau", **config):
+    """An (untrained) model of `data`'s vocabularies, saved as a checkpoint at `path`."""
+    torch.manual_seed(0)
+    config = ModelConfig(len(data.src_vocab), len(data.tgt_vocab), attention=attention, embedding_size=8,
+                         hidden_size=16, **config)
+    trained = TrainedModel("tiny", Seq2Seq(config).eval(), data.src_vocab, data.tgt_vocab, config, TrainConfig(),
+                           History())
+    return save_checkpoint(path, trained)
 
 
 def test_translate_one_sentence_names_unknown_words_and_shows_attention(tiny_checkpoint):
@@ -61,6 +78,124 @@ def test_translate_stdin_writes_one_line_per_input_line_in_order(tiny_checkpoint
     assert single.stdout.strip() == outputs[4]
 
 
+def test_translate_stdin_splits_on_newline_only_and_survives_odd_bytes(tiny_checkpoint):
+    """Characters str.splitlines() breaks on stay inside their line; bad UTF-8 costs only its own line."""
+    lines = [
+        b"je suis fatigue .",                         # 1
+        "je suis\u2028fatigue .".encode(),            # 2 LINE SEPARATOR inside: same words as line 1
+        b"il\x0best\x0cgrand\x1c.",                    # 3 vertical tab, form feed, file separator
+        "je\x85suis fatigue .\r".encode(),            # 4 NEL inside, CRLF line end
+        b"je suis \xff\xfe fatigue .",                 # 5 not UTF-8
+        b"il est grand .",                            # 6
+        b"elle\rcuisine .",                           # 7 a lone carriage return inside the line
+        b"?!...",                                     # 8 only punctuation
+        b"\x1d\x1e",                                   # 9 group/record separators only: empty after normalising
+    ]
+    result = run_cli("translate", "--checkpoint", str(tiny_checkpoint), stdin=b"\n".join(lines) + b"\n")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    outputs = result.stdout.split("\n")
+    assert outputs[-1] == "" and len(outputs) - 1 == len(lines)  # one output line per input \n-line
+    outputs = outputs[:-1]
+    assert outputs[0] and outputs[1] == outputs[0] and outputs[3] == outputs[0]
+    assert outputs[5] and outputs[2] == outputs[5]
+    assert outputs[4] == "" and "line 5 is not valid UTF-8" in result.stderr
+    assert outputs[6] and outputs[7]
+    assert "line 8: only punctuation" in result.stderr
+    assert outputs[8] == "" and "line 9" in result.stderr
+    warned = {int(word) for line in result.stderr.splitlines() for word in [line.split()[2].rstrip(":")]
+              if line.startswith("warning: line")}
+    assert warned == {5, 8, 9}
+
+
+def test_one_line_too_long_for_its_batch_costs_only_itself(tiny_course_data, tmp_path):
+    checkpoint = checkpoint_of(tiny_course_data, tmp_path / "location.pt", attention="location")
+    long_line = " ".join(["je suis fatigue"] * 4) + " ."  # 13 words: more than the model's 10 positions
+    lines = ["je suis fatigue .", long_line, "il est grand .", "elle cuisine ."]
+    result = run_cli("translate", "--checkpoint", str(checkpoint), stdin="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    outputs = result.stdout.split("\n")[:-1]
+    assert len(outputs) == 4 and outputs[1] == "" and all(outputs[i] for i in (0, 2, 3))
+    assert "warning: line 2:" in result.stderr and "location attention" in result.stderr
+    assert "Traceback" not in result.stderr and "line 1" not in result.stderr
+
+
+def test_translate_lines_falls_back_to_one_line_at_a_time(tiny_course_data, monkeypatch):
+    """The pipeline's steps, in process: a batch that raises is retried per line; only the bad line is lost."""
+    from course_utils import batch_translate
+
+    model = Seq2Seq(ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab),
+                                embedding_size=8, hidden_size=16)).eval()
+    real = batch_translate.translate_batch
+
+    def fragile(model, src_vocab, tgt_vocab, sentences, **kwargs):
+        if any("grand" in sentence for sentence in sentences):
+            raise RuntimeError("boom")
+        return real(model, src_vocab, tgt_vocab, sentences, **kwargs)
+    monkeypatch.setattr(batch_translate, "translate_batch", fragile)
+    warnings = []
+    raw = batch_translate.read_lines(io.BytesIO(b"je suis fatigue .\nil est grand .\nelle cuisine ."))
+    lines = batch_translate.check_lines(raw, tiny_course_data.src_vocab, warnings.append)
+    assert [line.number for line in lines] == [1, 2, 3] and warnings == []
+    outputs = batch_translate.translate_lines(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, lines,
+                                              batch_size=8, warn=warnings.append)
+    assert outputs[0] and outputs[1] == "" and outputs[2]
+    assert warnings == ["line 2: boom; wrote an empty line"]
+    buffer = io.StringIO()
+    batch_translate.write_lines(outputs, buffer)
+    assert buffer.getvalue().split("\n") == [*outputs, ""]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--beam", "0"], "--beam must be at least 1"),
+    (["--device", "bogus"], "unknown device 'bogus'"),
+    (["--device", "cuda"], "CUDA"),
+])
+def test_bad_translate_options_fail_in_one_line_before_reading_input(tiny_checkpoint, monkeypatch, capsys, options,
+                                                                     message):
+    class Untouchable:
+        def read(self, *args):
+            raise AssertionError("stdin was read before the options were checked")
+        buffer = property(lambda self: self)
+    monkeypatch.setattr(sys, "stdin", Untouchable())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the same on a machine with a GPU
+    status = cli.main(["translate", "--checkpoint", str(tiny_checkpoint), *options])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.startswith("error:") and message in captured.err and captured.err.count("\n") == 1
+
+
+def test_translate_of_a_huge_token_echoes_it_once(tiny_checkpoint):
+    token = "z" * 10_000
+    result = run_cli("translate", "--checkpoint", str(tiny_checkpoint), token)
+    assert result.returncode == 1 and result.stderr.count("z" * 50) == 1 and len(result.stderr) < 500
+    result = run_cli("translate", "--checkpoint", str(tiny_checkpoint), f"je suis {token} .")
+    assert result.returncode == 0 and result.stderr.count("z" * 50) == 1 and len(result.stderr) < 500
+    result = run_cli("translate", "--checkpoint", str(tiny_checkpoint), "?!...")
+    assert result.returncode == 0 and "only punctuation" in result.stderr
+
+
+@pytest.mark.parametrize("problem", ["directory", "corrupt", "nan"])
+def test_translate_with_an_unusable_checkpoint_is_one_line(tiny_course_data, tmp_path, capsys, problem):
+    if problem == "directory":
+        path = tmp_path
+    elif problem == "corrupt":
+        good = checkpoint_of(tiny_course_data, tmp_path / "good.pt").read_bytes()
+        path = tmp_path / "corrupt.pt"
+        path.write_bytes(good[:len(good) // 3])
+    else:
+        path = checkpoint_of(tiny_course_data, tmp_path / "nan.pt")
+        payload = torch.load(path, weights_only=True)
+        payload["state_dict"]["decoder.out.bias"][:] = float("nan")
+        torch.save(payload, path)
+    status = cli.main(["translate", "--checkpoint", str(path), "je suis fatigue ."])
+    captured = capsys.readouterr()
+    assert status == 1 and captured.out == ""
+    assert captured.err.startswith("error:") and captured.err.count("\n") == 1
+    assert {"directory": "is a directory", "corrupt": "not a readable", "nan": "NaN"}[problem] in captured.err
+
+
 def test_translate_with_a_missing_checkpoint_says_how_to_make_one(tmp_path):
     result = run_cli("translate", "--checkpoint", str(tmp_path / "none.pt"), "je suis fatigue .")
     assert result.returncode == 1 and "python -m course_utils train" in result.stderr
@@ -91,3 +226,107 @@ def test_compare_prints_one_row_per_attention_type_and_saves_curves(tiny_course_
     assert table[0].split()[:3] == ["attention", "params", "s/epoch"]
     assert [row.split()[0] for row in table[2:4]] == ["none", "dot"]
     assert figure.stat().st_size > 1000
+
+
+# ---------------------------------------------------------------------------------------------- issue 11: train
+def no_training(*args, **kwargs):
+    raise AssertionError("trained although the command should have refused first")
+
+
+def few_pairs_data(tiny_pairs):
+    return data.course_data_from_pairs(tiny_pairs[:8], seed=0)
+
+
+@pytest.mark.parametrize("case", ["unwritable output", "output is a directory", "bogus device", "cuda device",
+                                  "few pairs", "bad recipe"])
+def test_train_refuses_before_training_in_one_line(tiny_course_data, tiny_pairs, tmp_path, monkeypatch, capsys, case):
+    from course_utils import recipes
+
+    monkeypatch.setattr(recipes, "train_recipe", no_training)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    small = few_pairs_data(tiny_pairs)
+    monkeypatch.setattr(data, "load_course_data",
+                        lambda **kwargs: small if case == "few pairs" else tiny_course_data)
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    options = {"unwritable output": ["--output", str(tmp_path / "blocker" / "models" / "model.pt")],
+               "output is a directory": ["--output", str(tmp_path)],
+               "bogus device": ["--device", "bogus"], "cuda device": ["--device", "cuda"],
+               "few pairs": [], "bad recipe": ["--recipe", "nonsense"]}[case]
+    status = cli.main(["train", "--fast", "--no-progress", "--output", str(tmp_path / "model.pt"), *options])
+    captured = capsys.readouterr()
+    assert status in (1, 2) and captured.err.startswith("error:") and captured.err.count("\n") == 1, captured.err
+    expected = {"unwritable output": "cannot write", "output is a directory": "is a directory",
+                "bogus device": "unknown device", "cuda device": "CUDA", "bad recipe": "no recipe called",
+                "few pairs": f"only {len(small.pairs)} usable sentence pairs"}[case]
+    assert expected in captured.err
+    if case == "few pairs":
+        assert "at least 20" in captured.err
+
+
+def test_train_saves_to_a_fallback_when_the_output_fails_after_training(tiny_course_data, tmp_path, monkeypatch,
+                                                                        capsys):
+    from course_utils import checkpoints
+
+    monkeypatch.setattr(data, "load_course_data", lambda **kwargs: tiny_course_data)
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data"))
+    output = tmp_path / "out" / "model.pt"
+    real_save = checkpoints.save_checkpoint
+
+    def disk_full_at_output(path, trained):
+        if str(path) == str(output):
+            raise OSError(28, "No space left on device")
+        return real_save(path, trained)
+    monkeypatch.setattr(checkpoints, "save_checkpoint", disk_full_at_output)
+    status = cli.main(["train", "--attention", "general", "--hidden", "16", "--fast", "--device", "cpu",
+                       "--no-progress", "--output", str(output), "--figure-sentences", "2"])
+    captured = capsys.readouterr()
+    rescued = tmp_path / "data" / "models" / "model.pt"
+    assert status == 0, captured.err
+    assert f"saved the checkpoint to {rescued} instead" in captured.err and "No space left" in captured.err
+    assert load_checkpoint(rescued).model_config.hidden_size == 16
+    assert f"checkpoint saved to {rescued}" in captured.out
+
+
+def test_fast_train_and_compare_print_what_they_really_use(tiny_course_data, tmp_path, monkeypatch, capsys):
+    from course_utils import recipes
+
+    monkeypatch.setattr(data, "load_course_data", lambda **kwargs: tiny_course_data)
+    monkeypatch.setitem(recipes.FAST_OVERRIDES, "max_train_pairs", 10)  # fewer than the tiny corpus' 30
+    status = cli.main(["train", "--hidden", "16", "--fast", "--device", "cpu", "--no-progress",
+                       "--output", str(tmp_path / "model.pt"), "--figure-sentences", "1"])
+    banner = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Training"))
+    assert status == 0
+    assert "(1 epoch(s))" in banner and "epochs=1," in banner and "epochs=10" not in banner
+    assert "max_train_pairs=10" in banner
+    status = cli.main(["compare", "--attention", "none", "--hidden", "16", "--fast", "--device", "cpu",
+                       "--no-progress", "--figure", str(tmp_path / "curves.png")])
+    printed = capsys.readouterr().out
+    assert status == 0
+    assert f"trained on 10 of the {len(tiny_course_data.splits.train)} training pairs" in printed
+
+
+def test_data_check_warns_about_a_corpus_with_few_usable_pairs(tiny_lines, tmp_path, monkeypatch, capsys):
+    small = tmp_path / "small.txt"
+    small.write_text("\n".join(tiny_lines[:6]) + "\n", encoding="utf-8")
+    monkeypatch.setenv("COURSE_CORPUS", str(small))
+    assert cli.main(["data", "check"]) == 0
+    captured = capsys.readouterr()
+    assert "6 sentence pairs" in captured.out
+    assert captured.err.startswith("warning: the corpus has only") and "at least 20" in captured.err
+
+
+@pytest.mark.parametrize("where", ["data dir", "corpus dir"])
+def test_data_check_with_a_bad_place_is_one_line(tmp_path, monkeypatch, capsys, where):
+    from course_utils import corpus
+
+    monkeypatch.setattr(corpus, "urlopen", no_training)  # never reaches the network
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    if where == "data dir":
+        monkeypatch.delenv("COURSE_CORPUS", raising=False)
+        monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "blocker" / "data"))
+    else:
+        monkeypatch.setenv("COURSE_CORPUS", str(tmp_path))
+    assert cli.main(["data", "check"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error:") and captured.err.count("\n") == 1
+    assert ("Cannot write the corpus" if where == "data dir" else "is a directory") in captured.err

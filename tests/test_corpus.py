@@ -217,3 +217,48 @@ def test_download_of_something_else_than_a_zip_is_refused(monkeypatch, tmp_path,
     with pytest.raises(CorpusError, match="is not a zip archive .*<html>Access denied"):
         corpus.download_corpus(tmp_path, expected=served_corpus[2], progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- issue 11: bad places
+def test_a_directory_as_corpus_is_named_a_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("COURSE_CORPUS", str(tmp_path))
+    with pytest.raises(CorpusError, match="is a directory, not a file"):
+        corpus.find_corpus()
+    with pytest.raises(CorpusError, match="is a directory, not a corpus file"):
+        corpus.read_corpus_lines(tmp_path)
+    with pytest.raises(CorpusError, match="is a directory"):
+        data.load_course_data(path=tmp_path, verbose=False)
+
+
+def test_a_bad_course_data_dir_gives_a_corpus_error_not_a_traceback(monkeypatch, tmp_path):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the data folder should be")
+    monkeypatch.delenv("COURSE_CORPUS", raising=False)
+    monkeypatch.setenv("COURSE_DATA_DIR", str(blocker / "data"))
+    with pytest.raises(CorpusError, match=r"Cannot write the corpus to .*blocker.*COURSE_DATA_DIR") as error:
+        corpus.find_corpus()
+    assert "\n" not in str(error.value)
+
+
+def test_a_read_only_data_folder_while_downloading_gives_a_corpus_error(monkeypatch, tmp_path, served_corpus):
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+    serve(monkeypatch, FakeResponse(served_corpus[0]))
+    monkeypatch.setattr(corpus.tempfile, "mkstemp", read_only)
+    with pytest.raises(CorpusError, match="Cannot write the corpus to .*Permission denied.*writable"):
+        corpus.download_corpus(tmp_path, expected=served_corpus[2], progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_server_that_never_answers_times_out_quickly_and_says_what_it_waited_for(monkeypatch, tmp_path, capsys):
+    timeouts = []
+
+    def silent_server(url, timeout):
+        timeouts.append(timeout)
+        raise URLError(TimeoutError("timed out"))
+    monkeypatch.setattr(corpus, "urlopen", silent_server)
+    with pytest.raises(CorpusError, match=r"did not answer within 15 s.*COURSE_CORPUS"):
+        corpus.download_corpus(tmp_path, progress=True)
+    assert timeouts == [corpus.DOWNLOAD_TIMEOUT] and corpus.DOWNLOAD_TIMEOUT <= 20
+    assert "waiting up to 15 s" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -39,7 +39,9 @@ def test_greedy_equals_beam_width_one(tiny_course_data, attention):
         (beam,) = decode.beam_search(model, src, beam_width=1)
         assert beam.tokens == greedy.tokens[0, :int(greedy.lengths[0])].tolist()
         assert beam.log_prob == pytest.approx(float(greedy.log_prob[0]), abs=1e-4)
-        if attention != "none":
+        if attention == "none":
+            assert beam.attention is None and greedy.attention is None
+        else:
             torch.testing.assert_close(beam.attention, greedy.attention[0, :len(beam.tokens)])
 
 
@@ -64,12 +66,14 @@ def test_beam_returns_width_hypotheses_sorted_with_attention(tiny_course_data, a
 
 def test_beam_with_larger_width_never_finds_a_worse_best_log_prob_than_greedy_when_unnormalised(tiny_course_data):
     model = small_model(tiny_course_data, "bahdanau", seed=2)
+    with torch.no_grad():
+        model.decoder.out.bias[EOS_ID] += 0.2  # the untrained model then ends greedy outputs after 2 to 6 words
     for pair in tiny_course_data.splits.train[:5]:
         src = torch.tensor(tiny_course_data.src_vocab.encode(pair.source))
         (greedy,) = decode.beam_search(model, src, beam_width=1, length_penalty=0.0)
         best = decode.beam_search(model, src, beam_width=5, length_penalty=0.0)[0]
-        if greedy.finished:
-            assert best.log_prob >= greedy.log_prob - 1e-5
+        assert greedy.finished and len(greedy.tokens) > 1  # the comparison below is between finished outputs
+        assert best.finished and best.log_prob >= greedy.log_prob - 1e-5
 
 
 def test_greedy_stops_at_eos_and_pads_after_it(tiny_course_data):
@@ -196,3 +200,45 @@ def test_attention_table_labels_rows_and_columns(tiny_course_data):
     no_attention = decode.translate(none_model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab,
                                     "il est grand .")
     assert "no attention" in decode.attention_table(no_attention)
+
+
+# ---------------------------------------------------------------------------------------------- issue 11
+@pytest.mark.parametrize("attention", ["bahdanau", "general", "none"])
+def test_greedy_scores_a_sentence_the_same_alone_and_in_a_batch(tiny_course_data, attention):
+    """Rows that ended (EOS or their cap) add nothing more to their log-probability while others go on."""
+    model = small_model(tiny_course_data, attention, seed=3)  # untrained: each row runs to its own length cap
+    sentences = ["va !", "je suis fatigue .", "il est grand .", " ".join(["je suis fatigue"] * 4) + " ."]
+    src, lengths = batch_of(tiny_course_data, sentences)
+    batched = decode.greedy_decode(model, src, lengths)
+    assert len(set(batched.lengths.tolist())) > 1  # the rows really end at different steps
+    for row, sentence in enumerate(sentences):
+        alone_src, alone_lengths = batch_of(tiny_course_data, [sentence])
+        alone = decode.greedy_decode(model, alone_src, alone_lengths)
+        length = int(alone.lengths[0])
+        assert batched.tokens[row, :length].tolist() == alone.tokens[0, :length].tolist()
+        assert float(batched.log_prob[row]) == pytest.approx(float(alone.log_prob[0]), abs=1e-4)
+        forced = decode.force_decode(model, alone_src[0], alone.tokens[0, :length])  # log P of exactly these tokens
+        expected = forced.log_probs.gather(1, alone.tokens[0, :length].unsqueeze(1)).sum()
+        assert float(alone.log_prob[0]) == pytest.approx(float(expected), abs=1e-4)
+
+
+def test_a_huge_token_is_echoed_once_and_clipped(tiny_course_data):
+    token = "z" * 10_000
+    with pytest.raises(ValueError, match="unknown") as error:
+        decode.prepare_source(tiny_course_data.src_vocab, token)
+    message = str(error.value)
+    assert message.count("z" * 50) == 1 and len(message) < 400 and "10,000 characters" in message
+    with pytest.raises(ValueError, match="empty") as error:
+        decode.prepare_source(tiny_course_data.src_vocab, "*" * 10_000)
+    assert len(str(error.value)) < 400
+    words, _, unknown = decode.prepare_source(tiny_course_data.src_vocab, f"je suis {token} .")
+    (warning,) = decode.source_warnings(words, unknown)
+    assert warning.count("z" * 50) == 1 and len(warning) < 200
+
+
+def test_only_punctuation_gets_a_warning_and_words_do_not(tiny_course_data):
+    words, _, unknown = decode.prepare_source(tiny_course_data.src_vocab, "?!...")
+    assert words == ["?", "!", ".", ".", "."]
+    assert any("only punctuation" in warning for warning in decode.source_warnings(words, unknown))
+    words, _, unknown = decode.prepare_source(tiny_course_data.src_vocab, "je suis fatigue !")
+    assert decode.source_warnings(words, unknown) == []

@@ -24,6 +24,23 @@ def test_resolve_device():
     assert resolve_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+@pytest.mark.parametrize("device, message", [("bogus", "unknown device 'bogus'"), ("cuda:x", "unknown device"),
+                                             ("meta", "cannot run")])
+def test_resolve_device_refuses_unknown_names_in_one_line(device, message):
+    with pytest.raises(ValueError, match=message) as error:
+        resolve_device(device)
+    assert "\n" not in str(error.value) and "--device cpu" in str(error.value)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", torch.device("cuda")])
+def test_resolve_device_refuses_cuda_where_there_is_none(monkeypatch, device):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="CUDA") as error:
+        resolve_device(device)
+    assert "\n" not in str(error.value) and "--device cpu" in str(error.value)
+    assert resolve_device("auto") == torch.device("cpu")
+
+
 @pytest.mark.parametrize("training", [True, False])
 def test_eval_mode_restores_the_previous_mode_also_after_an_error(training):
     model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train(training)

@@ -1,0 +1,128 @@
+"""Translating a stream of lines (`python -m course_utils translate` without a sentence), in four separate steps:
+
+    raw = read_lines(sys.stdin.buffer)                   # bytes, split on b"\n" only
+    lines = check_lines(raw, src_vocab, warn)            # one SourceLine per input line; bad ones warned about
+    outputs = translate_lines(model, src_vocab, tgt_vocab, lines, warn=warn)   # batched; a failing batch is
+                                                         # retried one line at a time
+    write_lines(outputs, sys.stdout)                     # exactly one output line per input line, in order
+
+No input loses other lines' work: a line that is not UTF-8, is empty, cannot be translated, or breaks its batch
+(a sentence too long for the 2017 location-attention model) costs only its own output line, which is written
+empty, and a warning names its line number. Lines are split on b"\n" only, never on the other characters that
+`str.splitlines()` also treats as line breaks (U+2028, \x0b, \x0c, \x1c-\x1e, \x85), which stay inside their line.
+
+Used by the package, not a notebook.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO, NamedTuple
+
+from course_utils.decode import clip_text, prepare_source, source_warnings, translate_batch
+
+Warn = Callable[[str], None]
+
+
+def _warn_on_stderr(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+class SourceLine(NamedTuple):
+    """One input line: its 1-based number and its text, or None when there is nothing to translate.
+
+    Used by the package, not a notebook.
+    """
+
+    number: int
+    text: str | None
+
+
+def read_lines(stream: IO) -> list[bytes]:
+    """All of `stream` as raw lines: split on b"\\n" only, the final newline ending the last line (not adding one).
+
+    Reads bytes (a text stream is encoded back with surrogateescape, so nothing is lost), so decoding errors are
+    a per-line matter for `check_lines`, not a crash of the whole input. Used by the package, not a notebook.
+    """
+    data = stream.read()
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # "a\nb\n" is two lines, not three
+    return lines
+
+
+def check_lines(raw_lines: Sequence[bytes], src_vocab, warn: Warn) -> list[SourceLine]:
+    """Decode (UTF-8) and validate each line; warn, naming the line, about every line that will be written empty
+    (not UTF-8, empty, nothing translatable) and about unknown words or punctuation-only input.
+
+    A trailing "\\r" (Windows line ends) is dropped. Used by the package, not a notebook.
+    """
+    lines = []
+    for number, raw in enumerate(raw_lines, start=1):
+        raw = raw.removesuffix(b"\r")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            warn(f"line {number} is not valid UTF-8 (byte {raw[error.start]:#04x} at position {error.start}); "
+                 "wrote an empty line")
+            lines.append(SourceLine(number, None))
+            continue
+        if not text.strip():
+            warn(f"line {number} is empty; wrote an empty line")
+            lines.append(SourceLine(number, None))
+            continue
+        try:
+            words, _, unknown = prepare_source(src_vocab, text)
+        except ValueError as error:
+            warn(f"line {number}: {error}; wrote an empty line")
+            lines.append(SourceLine(number, None))
+            continue
+        for message in source_warnings(words, unknown):
+            warn(f"line {number}: {message}")
+        lines.append(SourceLine(number, text))
+    return lines
+
+
+def translate_lines(model, src_vocab, tgt_vocab, lines: Sequence[SourceLine], beam_width: int = 1,
+                    batch_size: int = 64, warn: Warn = _warn_on_stderr) -> list[str]:
+    """One output string per SourceLine, in order ("" for lines without text or whose translation failed).
+
+    Lines of similar length are translated together, `batch_size` at a time. When a batch fails (ValueError or
+    RuntimeError, e.g. one sentence longer than the location-attention model's positions), its lines are
+    translated one at a time, so only the line at fault is lost, with a warning that names it.
+    Used by the package, not a notebook.
+    """
+    if batch_size < 1 or beam_width < 1:
+        raise ValueError(f"batch_size and beam_width must be >= 1, got {batch_size} and {beam_width}")
+    outputs = [""] * len(lines)
+    todo = sorted((index for index, line in enumerate(lines) if line.text is not None),
+                  key=lambda index: len(lines[index].text.split()))  # similar lengths share a batch
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        try:
+            results = translate_batch(model, src_vocab, tgt_vocab, [lines[i].text for i in chunk],
+                                      beam_width=beam_width, batch_size=len(chunk))
+        except (ValueError, RuntimeError):
+            results = [_translate_one(model, src_vocab, tgt_vocab, lines[i], beam_width, warn) for i in chunk]
+        for index, result in zip(chunk, results):
+            outputs[index] = "" if result is None else result.text
+    return outputs
+
+
+def _translate_one(model, src_vocab, tgt_vocab, line: SourceLine, beam_width: int, warn: Warn):
+    """The fallback: one line alone; None (and a warning naming the line) when even that fails."""
+    try:
+        return translate_batch(model, src_vocab, tgt_vocab, [line.text], beam_width=beam_width, batch_size=1)[0]
+    except (ValueError, RuntimeError) as error:
+        warn(f"line {line.number}: {clip_text(str(error), 300)}; wrote an empty line")
+        return None
+
+
+def write_lines(outputs: Sequence[str], stream: IO) -> None:
+    """Write one line per output (newline-terminated) and flush. Used by the package, not a notebook."""
+    stream.write("".join(output + "\n" for output in outputs))
+    stream.flush()
