@@ -5,9 +5,10 @@ Two kinds of numbers live here:
 * corpus-level translation quality with sacreBLEU (BLEU and chrF, with the signature string that says exactly
   how they were computed, so numbers from different runs can be compared honestly);
 * two statistics that help read an attention heatmap: how spread out each row is (entropy) and how far the
-  whole map is from a monotone, left-to-right alignment (diagonal deviation).
+  whole map is from a monotone, left-to-right alignment (diagonal deviation);
+* how well the words a classifier selects match a gold rationale (precision, recall, fraction kept).
 
-Introduced in notebook 05 (scores) and notebook 06 (attention statistics).
+Introduced in notebook 05 (scores), notebook 06 (attention statistics) and notebook 08 (rationales).
 """
 from __future__ import annotations
 
@@ -146,3 +147,37 @@ def max_entropy(num_source_tokens: int) -> float:
     if num_source_tokens < 1:
         raise ValueError(f"num_source_tokens must be at least 1, got {num_source_tokens}")
     return math.log(num_source_tokens)
+
+
+class RationaleScores(NamedTuple):
+    """How the selected words of a batch match the gold rationale. Introduced in notebook 08.
+
+    precision: selected gold words / selected words; recall: selected gold words / gold words, both counted over
+    the sentences that have a gold rationale (0.0 when nothing is selected there). kept: selected words / words,
+    over all sentences. sentences: how many sentences have a gold rationale.
+    """
+
+    precision: float
+    recall: float
+    kept: float
+    sentences: int
+
+
+def rationale_scores(selected: torch.Tensor, gold: torch.Tensor, mask: torch.Tensor) -> RationaleScores:
+    """Precision and recall of a selection of words against the gold rationale, micro-averaged over words.
+
+    selected, gold, mask: (B, S) bool; mask True on words (padding never counts, even if selected).
+    Sentences without a gold word (gold all False) count for `kept` only: there precision and recall are undefined.
+    Introduced in notebook 08.
+    """
+    if not (selected.shape == gold.shape == mask.shape) or selected.dim() != 2:
+        raise ValueError(f"selected, gold and mask must be (B, S) of one shape, got {tuple(selected.shape)}, "
+                         f"{tuple(gold.shape)} and {tuple(mask.shape)}")
+    selected, gold, mask = selected.bool() & mask.bool(), gold.bool() & mask.bool(), mask.bool()
+    has_gold = gold.any(dim=1, keepdim=True)  # (B, 1)
+    chosen = selected & has_gold  # (B, S): selections in sentences with a gold rationale
+    hits = int((chosen & gold).sum())
+    precision = hits / int(chosen.sum()) if chosen.any() else 0.0
+    recall = hits / int(gold.sum()) if gold.any() else 0.0
+    kept = int(selected.sum()) / max(int(mask.sum()), 1)
+    return RationaleScores(precision, recall, kept, int(has_gold.sum()))

@@ -151,3 +151,30 @@ def test_tokenised_course_text_gives_no_detokenize_warning(caplog):
         scores = corpus_scores(sentences, sentences)
     assert scores.bleu == pytest.approx(100.0)
     assert not [record for record in caplog.records if "detokenize" in record.getMessage()]
+
+
+# ---------------------------------------------------------------- rationale_scores
+
+def test_rationale_scores_by_hand():
+    from course_utils.metrics import RationaleScores, rationale_scores
+
+    mask = torch.tensor([[True, True, True, False], [True, True, True, True], [True, True, False, False]])
+    gold = torch.tensor([[True, False, False, False], [False, True, False, False], [False, False, False, False]])
+    selected = torch.tensor([[True, True, False, True], [False, False, True, False], [True, False, False, False]])
+    scores = rationale_scores(selected, gold, mask)
+    assert isinstance(scores, RationaleScores)
+    # sentence 3 has no gold word: it counts for `kept` only; the selected pad (row 1) never counts
+    assert scores.precision == pytest.approx(1 / 3) and scores.recall == pytest.approx(1 / 2)
+    assert scores.kept == pytest.approx(4 / 9) and scores.sentences == 2
+
+
+def test_rationale_scores_edge_cases():
+    from course_utils.metrics import rationale_scores
+
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    gold = torch.eye(2, 3, dtype=torch.bool)
+    assert rationale_scores(gold, gold, mask)[:3] == (1.0, 1.0, 2 / 6)
+    assert rationale_scores(torch.zeros_like(gold), gold, mask)[:3] == (0.0, 0.0, 0.0)  # nothing selected
+    assert rationale_scores(mask, gold, mask).precision == pytest.approx(2 / 6)  # everything selected: recall 1
+    with pytest.raises(ValueError, match="one shape"):
+        rationale_scores(gold, gold[:, :2], mask)

@@ -19,9 +19,10 @@ The forbidden functions are patched where the student's code looks them up (`tor
 `x.softmax()`, `data.normalize_string`, ...); a notebook that did `from course_utils.data import normalize_string`
 holds its own reference, which the check cannot see.
 
-One module per notebook (nb01_data ... nb06_heatmaps) holds that notebook's checkers and cases; `contract` holds
-the shared pieces and `solutions` the answer key (`SOLUTIONS = {"check_normalize": normalize, ...}`). To add a
-checker: write `check_<thing>(student_fn)` in its notebook's module; call the student's function ONLY through
+One module per notebook with exercises (nb01_data ... nb08_attention_classification) holds that notebook's
+checkers and cases; `contract` holds the shared pieces and `solutions` the answer key
+(`SOLUTIONS = {"check_normalize": normalize, ...}`). To add a checker: write `check_<thing>(student_fn)` in its
+notebook's module; call the student's function ONLY through
 `call_student(exercise, student_fn, args, hint, forbidden=...)`, pass the first result to `attempted` (return if
 it is False), use `expect` for each comparison and end with `passed(...)`; re-export it here, add its reference
 solution to `solutions.SOLUTIONS` and its typical mistakes to tests/test_exercises_nbNN.py.
@@ -71,13 +72,20 @@ from course_utils.exercises.nb06_heatmaps import (
     check_attention_entropy,
     check_diagonal_deviation,
 )
+from course_utils.exercises.nb08_attention_classification import (
+    SPARSITY_LENGTHS,
+    check_bag_of_words_logits,
+    check_rationale_precision_recall,
+    check_sparsity,
+)
 
 __all__ = [
     "ATTENTION_LENGTHS", "ATTENTION_PARAMETER_CASES", "ENCODE_CASES", "ENCODE_VOCAB_SENTENCES", "FINAL_STATE_LENGTHS",
     "GREEDY_MAX_LENGTH", "GREEDY_SOURCES", "GRU_STEP_SIZES", "MASKED_NLL_LENGTHS", "NORMALIZE_CASES",
-    "PAD_FRACTION_SOURCES", "PERPLEXITY_CASES", "SCORE_SIZES",
+    "PAD_FRACTION_SOURCES", "PERPLEXITY_CASES", "SCORE_SIZES", "SPARSITY_LENGTHS",
     "check_argmax_alignment", "check_attention_entropy", "check_attention_parameters", "check_bahdanau_score",
     "check_context", "check_diagonal_deviation", "check_dot_attention", "check_embedding_lookup", "check_encode",
     "check_final_state", "check_general_score", "check_greedy_decode", "check_gru_step", "check_masked_nll",
     "check_masked_softmax", "check_normalize", "check_pad_fraction", "check_perplexity",
+    "check_bag_of_words_logits", "check_rationale_precision_recall", "check_sparsity",
 ]

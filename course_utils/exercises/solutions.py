@@ -149,6 +149,31 @@ def diagonal_deviation(weights: torch.Tensor) -> float:
     return float((weights * distance).sum(-1).mean())  # (T, S) -> (T,) -> one number
 
 
+# ---------------------------------------------------------------------------------------------- notebook 08
+def sparsity(gates: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean over sentences of the fraction of their words kept: (B, S), (B, S) -> scalar.
+
+    Introduced in notebook 08."""
+    return ((gates * mask).sum(dim=1) / mask.sum(dim=1)).mean()  # (B,) -> scalar
+
+
+def rationale_precision_recall(selected: torch.Tensor, gold: torch.Tensor, mask: torch.Tensor) -> tuple[float, float]:
+    """Precision and recall of the selected words against the gold ones, over the words of the sentences with a
+    gold word. Introduced in notebook 08."""
+    has_gold = gold.any(dim=1, keepdim=True)  # (B, 1)
+    chosen = selected & mask & has_gold  # (B, S)
+    hits = (chosen & gold).sum().item()
+    return hits / max(chosen.sum().item(), 1), hits / max((gold & mask).sum().item(), 1)
+
+
+def bag_of_words_logits(words: torch.Tensor, mask: torch.Tensor, word_scores: torch.Tensor,
+                        bias: torch.Tensor) -> torch.Tensor:
+    """counts (B, V) @ word_scores (V, C) + bias, padding not counted. Introduced in notebook 08."""
+    counts = torch.zeros(words.shape[0], word_scores.shape[0])  # (B, V)
+    counts.scatter_add_(1, words, mask.float())  # each word's count; a pad adds 0
+    return counts @ word_scores + bias  # (B, C)
+
+
 SOLUTIONS: dict[str, Callable[..., object]] = {
     "check_normalize": normalize, "check_encode": encode, "check_pad_fraction": pad_fraction,
     "check_embedding_lookup": embedding_lookup, "check_gru_step": gru_step, "check_final_state": final_state,
@@ -158,4 +183,6 @@ SOLUTIONS: dict[str, Callable[..., object]] = {
     "check_masked_nll": masked_nll, "check_greedy_decode": greedy_decode, "check_perplexity": perplexity,
     "check_attention_entropy": attention_entropy, "check_argmax_alignment": argmax_alignment,
     "check_diagonal_deviation": diagonal_deviation,
+    "check_sparsity": sparsity, "check_rationale_precision_recall": rationale_precision_recall,
+    "check_bag_of_words_logits": bag_of_words_logits,
 }

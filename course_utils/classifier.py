@@ -1,0 +1,386 @@
+"""Attention for classification: who is the subject of a French sentence, and which word tells?
+
+    batch = subject_batch(pairs, vocab)          # SubjectBatch(words (B, S), mask, labels (B,), gold (B, S))
+    out = AttentionClassifier(len(vocab))(batch.words, batch.mask)   # logits (B, C), weights (B, S), sparsity
+    trained = load_or_train_classifier(ClassifierConfig(sparsity_weight=0.5))   # cached in data_dir()/models/
+    evaluate_classifier(trained.model, course.splits.test, trained.vocab)      # accuracy, precision, recall, kept
+
+The task: predict the English subject (i / he / she / you / we / they, read off the English side of a course pair)
+from the French sentence. The French subject pronoun (je, il, elle, tu, vous, nous, ils, elles, ...) is the gold
+rationale: the word a good selection should keep. Introduced in notebook 08.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from course_utils.attention import DotAttention, masked_softmax
+from course_utils.corpus import data_dir, display_path
+from course_utils.data import Pair, load_course_data
+from course_utils.metrics import RationaleScores, rationale_scores
+from course_utils.runtime import eval_mode, fast_mode
+from course_utils.vocab import PAD_ID, UNK_ID, Vocab
+
+SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label order
+FRENCH_SUBJECTS = {"i": ("je", "j"), "he": ("il",), "she": ("elle",), "you": ("tu", "vous", "t"),
+                   "we": ("nous", "on"), "they": ("ils", "elles")}  # normalised: "j'ai" -> "j ai", "t'es" -> "t es"
+CLASSIFIER_FORMAT = "course_utils.classifier/1"
+FAST_CLASSIFIER = dict(epochs=2, max_train_pairs=1000)  # fast mode (COURSE_FAST=1): seconds, a smoke test
+
+
+# ---------------------------------------------------------------------------------------------- the task
+def subject_label(english: str) -> int:
+    """The class id of a normalised English sentence from its first word ("you re ..." -> SUBJECTS.index("you")).
+
+    Introduced in notebook 08."""
+    first = english.split(" ")[0]
+    if first not in SUBJECTS:
+        raise ValueError(f"{english!r} does not start with a subject of {SUBJECTS}; filter with data.ENG_PREFIXES")
+    return SUBJECTS.index(first)
+
+
+def gold_rationale(french: str, label: int) -> list[bool]:
+    """True at the first French word that is a subject pronoun of class `label` (all False when there is none,
+    as in "c est mon ami ." -> "he s my friend ."). Introduced in notebook 08."""
+    words, pronouns = french.split(" "), FRENCH_SUBJECTS[SUBJECTS[label]]
+    first = next((i for i, word in enumerate(words) if word in pronouns), None)
+    return [i == first for i in range(len(words))]
+
+
+class SubjectBatch(NamedTuple):
+    """A padded batch of the subject task (no <eos>: every position is a word). Introduced in notebook 08."""
+    words: Tensor   # (B, S) long, PAD_ID-padded
+    mask: Tensor    # (B, S) bool, True on words
+    labels: Tensor  # (B,) long, index into SUBJECTS
+    gold: Tensor    # (B, S) bool, True on the gold rationale (the subject pronoun)
+
+
+def subject_batch(pairs: Sequence[Pair], vocab: Vocab) -> SubjectBatch:
+    """French sentences as ids (unknown words -> UNK_ID), labels and gold rationales. Introduced in notebook 08."""
+    sentences = [pair.source.split(" ") for pair in pairs]
+    S = max(len(words) for words in sentences)
+    labels = [subject_label(pair.target) for pair in pairs]
+    ids = [[vocab.word2index.get(w, UNK_ID) for w in words] + [PAD_ID] * (S - len(words)) for words in sentences]
+    gold = [gold_rationale(pair.source, label) + [False] * (S - len(words))
+            for pair, label, words in zip(pairs, labels, sentences, strict=True)]
+    words = torch.tensor(ids, dtype=torch.long)  # (B, S)
+    return SubjectBatch(words, words != PAD_ID, torch.tensor(labels), torch.tensor(gold))  # labels (B,)
+
+
+def subject_batches(pairs: Sequence[Pair] | SubjectBatch, vocab: Vocab | None = None, batch_size: int = 64,
+                    seed: int | None = None) -> Iterator[SubjectBatch]:
+    """Batches of `pairs` (or of an already encoded SubjectBatch) in order, or shuffled with `seed`; each padded
+    to its longest sentence only. Introduced in notebook 08."""
+    everything = pairs if isinstance(pairs, SubjectBatch) else subject_batch(pairs, vocab)  # (N, S_max)
+    N = len(everything.labels)
+    order = torch.arange(N) if seed is None else torch.randperm(N, generator=torch.Generator().manual_seed(seed))
+    for rows in order.split(batch_size):  # (b,) each
+        S = int(everything.mask[rows].sum(dim=1).max())
+        yield SubjectBatch(everything.words[rows, :S], everything.mask[rows, :S], everything.labels[rows],
+                           everything.gold[rows, :S])
+
+
+# ---------------------------------------------------------------------------------------------- models
+class ClassifierOutput(NamedTuple):
+    """What every classifier here returns. Introduced in notebook 08."""
+    logits: Tensor    # (B, C)
+    weights: Tensor   # (B, S): the weight of each word, 0 on padding
+    sparsity: Tensor  # scalar: the mean over sentences of the fraction of words kept (0 without gates)
+
+
+class LectureAttentionClassifier(nn.Module):
+    """EXHIBIT: the lecture's `AttentionClassifier`, as shown (LSTMs, batch-first), with its bugs kept.
+
+    forward(words (B, S)) -> (logits (B, C), weights (B, S), sparsity_loss). Bug 1: the second pass runs the
+    attender LSTM again, so the predictor is never used (its parameters get no gradient). Bug 2: the sparsity term
+    is `weights.masked_fill(mask, 0).mean()` with mask True on words: masked_fill fills where the mask is True, so
+    it zeroes the WORDS and averages the padding: 0 for an unpadded sentence, and never a push on a word. (Also
+    notebook 02's bug: unpacked, the final state is read after the padding.) Introduced in notebook 08.
+    """
+
+    def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
+                 hidden_size: int = 64):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
+        self.attender = nn.LSTM(embedding_size, hidden_size, batch_first=True)
+        self.attention_score = nn.Linear(hidden_size, 1)
+        self.predictor = nn.LSTM(embedding_size, hidden_size, batch_first=True)
+        self.output = nn.Linear(hidden_size, num_classes)
+
+    def forward(self, words: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        mask = words != PAD_ID  # (B, S)
+        embedded = self.embedding(words)  # (B, S, E)
+        states, _ = self.attender(embedded)  # (B, S, H)
+        weights = torch.sigmoid(self.attention_score(states)).squeeze(-1)  # (B, S)
+        weighted = embedded * weights.unsqueeze(-1)  # (B, S, E)
+        _, (final, _) = self.attender(weighted)  # BUG 1: self.attender, not self.predictor; final (1, B, H)
+        logits = self.output(final[-1])  # (B, C)
+        sparsity_loss = weights.masked_fill(mask, 0.0).mean()  # BUG 2: zeroes the words, averages the padding
+        return logits, weights, sparsity_loss
+
+
+def _run_gru(gru: nn.GRU, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+    """A packed GRU over (B, S, E): outputs (B, S, D*H), zero on padding, and the final state (B, D*H)."""
+    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+    outputs, final = gru(packed)  # final (D, B, H), in the batch's order
+    outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.shape[1])  # (B, S, D*H)
+    return outputs, torch.cat(list(final), dim=-1)  # (B, D*H)
+
+
+class AttentionClassifier(nn.Module):
+    """The lecture's model, fixed: an attender (bidirectional GRU) gives each word a gate in 0..1, a predictor
+    (GRU, packed) reads the gated embeddings and classifies; `sparsity` is the fraction of each sentence's words
+    kept, averaged over sentences (padding excluded), the term a penalty pushes down.
+
+    selection "soft": gates sigmoid(score); "hard": exactly 0 or 1 (gate > 0.5), trained with the straight-through
+    estimator (the gradient of the soft gate). forward(words (B, S), mask (B, S)) -> ClassifierOutput.
+    Introduced in notebook 08.
+    """
+
+    selects = "threshold"  # a word is selected when its weight is above 0.5
+
+    def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
+                 hidden_size: int = 64, selection: str = "soft"):
+        super().__init__()
+        if selection not in ("soft", "hard"):
+            raise ValueError(f"selection must be 'soft' or 'hard', got {selection!r}")
+        self.selection = selection
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
+        self.attender = nn.GRU(embedding_size, hidden_size, batch_first=True, bidirectional=True)
+        self.attention_score = nn.Linear(2 * hidden_size, 1)
+        self.predictor = nn.GRU(embedding_size, hidden_size, batch_first=True)
+        self.output = nn.Linear(hidden_size, num_classes)
+
+    def forward(self, words: Tensor, mask: Tensor) -> ClassifierOutput:
+        lengths = mask.sum(dim=1).cpu()  # (B,)
+        embedded = self.embedding(words)  # (B, S, E)
+        states, _ = _run_gru(self.attender, embedded, lengths)  # (B, S, 2H)
+        gates = torch.sigmoid(self.attention_score(states)).squeeze(-1) * mask  # (B, S), 0 on padding
+        if self.selection == "hard":
+            gates = (gates > 0.5).float() + (gates - gates.detach())  # exactly 0/1, the soft gate's gradient
+        _, final = _run_gru(self.predictor, embedded * gates.unsqueeze(-1), lengths)  # final (B, H)
+        sparsity = (gates.sum(dim=1) / lengths.to(gates.device)).mean()  # per sentence, over its words only
+        return ClassifierOutput(self.output(final), gates, sparsity)  # logits (B, C)
+
+
+class SoftAttentionClassifier(nn.Module):
+    """Soft attention pooling: a bidirectional GRU, a learned query scored against every state (dot product),
+    masked softmax, the context classified. Weights sum to 1; no sparsity. Introduced in notebook 08."""
+
+    selects = "argmax"  # the selection is the word with the largest weight
+
+    def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
+                 hidden_size: int = 64):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
+        self.encoder = nn.GRU(embedding_size, hidden_size, batch_first=True, bidirectional=True)
+        self.query = nn.Parameter(torch.randn(2 * hidden_size) / (2 * hidden_size) ** 0.5)  # (2H,)
+        self.attention = DotAttention()
+        self.output = nn.Linear(2 * hidden_size, num_classes)
+
+    def forward(self, words: Tensor, mask: Tensor) -> ClassifierOutput:
+        keys, _ = _run_gru(self.encoder, self.embedding(words), mask.sum(dim=1).cpu())  # (B, S, 2H)
+        query = self.query.expand(words.shape[0], -1)  # (B, 2H)
+        context, weights = self.attention(query, keys, mask)  # (B, 2H), (B, S)
+        return ClassifierOutput(self.output(context), weights, keys.new_zeros(()))  # logits (B, C)
+
+
+class BagOfWordsClassifier(nn.Module):
+    """The baseline: logistic regression on word counts, logits = counts @ W^T + b, with W stored as one row of C
+    scores per word. `weights`: the masked softmax of each word's score for the predicted class (which word pushed
+    the decision most). Introduced in notebook 08."""
+
+    selects = "argmax"
+
+    def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS)):
+        super().__init__()
+        self.word_scores = nn.Embedding(vocab_size, num_classes, padding_idx=PAD_ID)  # W^T: (V, C)
+        nn.init.zeros_(self.word_scores.weight)
+        self.bias = nn.Parameter(torch.zeros(num_classes))  # (C,)
+
+    def forward(self, words: Tensor, mask: Tensor) -> ClassifierOutput:
+        scores = self.word_scores(words) * mask.unsqueeze(-1)  # (B, S, C)
+        logits = scores.sum(dim=1) + self.bias  # (B, C): the sum over words = counts @ W^T
+        predicted = logits.argmax(dim=-1)  # (B,)
+        chosen = scores.gather(2, predicted.view(-1, 1, 1).expand(-1, words.shape[1], 1)).squeeze(-1)  # (B, S)
+        return ClassifierOutput(logits, masked_softmax(chosen, mask), logits.new_zeros(()))
+
+
+def selected_words(model: nn.Module, output: ClassifierOutput, mask: Tensor) -> Tensor:
+    """The words a model selects, (B, S) bool: gates above 0.5 (`AttentionClassifier`), else the one word of largest
+    weight. Introduced in notebook 08."""
+    if model.selects == "threshold":
+        return (output.weights > 0.5) & mask  # (B, S)
+    return F.one_hot(output.weights.argmax(dim=-1), mask.shape[1]).bool() & mask  # (B, S)
+
+
+# ---------------------------------------------------------------------------------------------- training
+@dataclass
+class ClassifierConfig:
+    """How to build and train a classifier. kind: "gated" (AttentionClassifier), "soft" or "bow".
+
+    Introduced in notebook 08."""
+    kind: str = "gated"
+    selection: str = "soft"  # gated only: "soft" or "hard"
+    sparsity_weight: float = 0.0  # loss = cross-entropy + sparsity_weight * sparsity
+    embedding_size: int = 32
+    hidden_size: int = 32
+    epochs: int = 5
+    batch_size: int = 128
+    learning_rate: float = 5e-3
+    seed: int = 0
+    max_train_pairs: int | None = None  # None: the whole train split
+
+    @property
+    def name(self) -> str:
+        """The cache name, e.g. "classifier-gated-soft-0.5"."""
+        return {"gated": f"classifier-gated-{self.selection}-{self.sparsity_weight:g}"}.get(
+            self.kind, f"classifier-{self.kind}")
+
+
+def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
+    """The model `config.kind` names, seeded with config.seed. Introduced in notebook 08."""
+    torch.manual_seed(config.seed)
+    sizes = dict(embedding_size=config.embedding_size, hidden_size=config.hidden_size)
+    if config.kind == "gated":
+        return AttentionClassifier(vocab_size, selection=config.selection, **sizes)
+    if config.kind == "soft":
+        return SoftAttentionClassifier(vocab_size, **sizes)
+    if config.kind == "bow":
+        return BagOfWordsClassifier(vocab_size)
+    raise ValueError(f"unknown classifier kind {config.kind!r}: choose 'gated', 'soft' or 'bow'")
+
+
+def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, config: ClassifierConfig,
+                     log: Callable[[str], None] | None = print) -> list[dict]:
+    """Adam on cross-entropy + sparsity_weight * sparsity, config.epochs passes over shuffled `pairs`.
+
+    Returns the history: one dict per epoch (epoch, loss, accuracy, kept on the training batches, seconds).
+    Introduced in notebook 08."""
+    encoded = subject_batch(list(pairs)[:config.max_train_pairs], vocab)  # (N, S_max): encoded once
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    history, started = [], time.perf_counter()
+    model.train()
+    for epoch in range(1, config.epochs + 1):
+        totals = torch.zeros(4)  # summed loss, correct, kept fraction, sentences
+        for batch in subject_batches(encoded, batch_size=config.batch_size, seed=config.seed + epoch):
+            output = model(batch.words, batch.mask)
+            loss = F.cross_entropy(output.logits, batch.labels) + config.sparsity_weight * output.sparsity
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            n = len(batch.labels)
+            correct = (output.logits.argmax(-1) == batch.labels).sum().item()
+            totals += torch.tensor([loss.item() * n, correct, output.sparsity.item() * n, n])
+        loss, accuracy, kept = (totals[:3] / totals[3]).tolist()
+        history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, kept=kept,
+                            seconds=time.perf_counter() - started))
+        if log:
+            log(f"epoch {epoch}: loss {loss:.3f}  train accuracy {accuracy:.3f}  kept {kept:.2f}")
+    model.eval()
+    return history
+
+
+class ClassifierScores(NamedTuple):
+    """Accuracy, and the selection against the gold rationale. Introduced in notebook 08."""
+    accuracy: float
+    rationale: RationaleScores  # precision, recall (sentences with a gold pronoun), kept (all sentences)
+
+
+def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, batch_size: int = 256
+                        ) -> ClassifierScores:
+    """Accuracy and rationale precision/recall of `model` on `pairs` (eval mode). Introduced in notebook 08."""
+    correct, selections, golds, masks = 0, [], [], []
+    with eval_mode(model), torch.no_grad():
+        for batch in subject_batches(pairs, vocab, batch_size):
+            output = model(batch.words, batch.mask)
+            correct += (output.logits.argmax(-1) == batch.labels).sum().item()
+            selections += list(selected_words(model, output, batch.mask))  # rows (S,): lengths differ by batch
+            golds, masks = golds + list(batch.gold), masks + list(batch.mask)
+    pad = torch.nn.utils.rnn.pad_sequence
+    rationale = rationale_scores(pad(selections, True), pad(golds, True), pad(masks, True))
+    return ClassifierScores(correct / len(pairs), rationale)
+
+
+# ---------------------------------------------------------------------------------------------- caching
+def _atomic_save(payload: dict, path: Path) -> None:
+    """torch.save to a temporary file beside `path`, then os.replace: checkpoints.save_checkpoint's pattern."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            torch.save(payload, file)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp_name, 0o666 & ~umask)  # an ordinary new file's mode, not mkstemp's 0o600
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class TrainedClassifier:
+    """A trained classifier with its vocabulary, config and history. Introduced in notebook 08."""
+    model: nn.Module
+    vocab: Vocab
+    config: ClassifierConfig
+    history: list[dict]
+    fast: bool = False
+
+
+def classifier_path(config: ClassifierConfig, fast: bool | None = None) -> Path:
+    """data_dir()/models/<config.name>.pt, or <name>-fast.pt in fast mode. Introduced in notebook 08."""
+    fast = fast_mode() if fast is None else fast
+    return data_dir() / "models" / f"{config.name}{'-fast' if fast else ''}.pt"
+
+
+def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool = False, verbose: bool = True
+                             ) -> TrainedClassifier:
+    """`config`'s classifier, trained once on the course's train split and cached (atomically) at
+    classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
+    on FAST_CLASSIFIER's few pairs and caches separately. Introduced in notebook 08."""
+    fast, say = fast_mode(), print if verbose else (lambda *_: None)
+    data = load_course_data(verbose=False) if data is None else data
+    path, train_config = classifier_path(config, fast), dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}))
+    if path.exists() and not retrain:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        if (payload.get("format") == CLASSIFIER_FORMAT and payload["config"] == dataclasses.asdict(train_config)
+                and Vocab.from_dict(payload["vocab"]) == data.src_vocab):
+            model = build_classifier(train_config, len(data.src_vocab))
+            model.load_state_dict(payload["state_dict"])
+            say(f"Loaded {config.name} from {display_path(path)}")
+            return TrainedClassifier(model.eval(), data.src_vocab, train_config, payload["history"], fast)
+        say(f"{display_path(path)} was made with another config or vocabulary: training again")
+    say(f"Training {config.name}{' in fast mode' if fast else ''}; it will be cached at {display_path(path)}")
+    model = build_classifier(train_config, len(data.src_vocab))
+    history = train_classifier(model, data.splits.train, data.src_vocab, train_config, log=say if verbose else None)
+    _atomic_save({"format": CLASSIFIER_FORMAT, "config": dataclasses.asdict(train_config),
+                       "vocab": data.src_vocab.to_dict(), "history": history,
+                       "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}, path)
+    return TrainedClassifier(model, data.src_vocab, train_config, history, fast)
+
+
+# ---------------------------------------------------------------------------------------------- showing
+def highlight_html(tokens: Sequence[str], weights: Sequence[float] | Tensor) -> str:
+    """One sentence as ONE line of inline <span>s, each word's background opacity = its weight (0..1); render with
+    IPython.display.HTML. Introduced in notebook 08."""
+    import html
+
+    weights = [float(w) for w in weights]
+    if len(weights) != len(tokens):
+        raise ValueError(f"{len(tokens)} tokens but {len(weights)} weights: slice the weights to the sentence")
+    spans = [f'<span style="background-color: rgba(255, 140, 0, {min(max(w, 0.0), 1.0):.2f}); padding: 1px 2px">'
+             f"{html.escape(token)}</span>" for token, w in zip(tokens, weights, strict=True)]
+    return '<div style="font-family: monospace; line-height: 1.6">' + " ".join(spans) + "</div>"
