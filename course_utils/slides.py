@@ -57,7 +57,9 @@ def _line_count(text: str) -> int:
 
 def heading_level(text: str) -> int | None:
     """The level of the highest heading (`# ` 1, `## ` 2, `### ` 3) on any line of a markdown text outside
-    fenced code; None without one. A cell that ends a section and starts the next one counts as the next one."""
+    fenced code; None without one. A cell that ends a section and starts the next one counts as the next one.
+
+    Used by the package, not a notebook."""
     text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.DOTALL | re.MULTILINE)
     levels = [len(match.group(1)) for match in re.finditer(r"^(#{1,3}) ", text, flags=re.MULTILINE)]
     return min(levels) if levels else None
@@ -65,7 +67,9 @@ def heading_level(text: str) -> int | None:
 
 def slide_type(cell: dict[str, Any], index: int, after_text: bool, in_section: bool = True) -> str:
     """The slide type of `cell` at `index` under the rules above. `after_text`: the cell before is markdown shown
-    on the slide (not notes); `in_section`: a `## ` heading came before (code before the first one is set-up)."""
+    on the slide (not notes); `in_section`: a `## ` heading came before (code before the first one is set-up).
+
+    Used by the package, not a notebook."""
     text = _source(cell).lstrip()
     if index == 0:
         return "slide"
@@ -85,7 +89,9 @@ def slide_type(cell: dict[str, Any], index: int, after_text: bool, in_section: b
 
 def add_slide_metadata(notebook: dict[str, Any]) -> dict[str, Any]:
     """A copy of `notebook` (nbformat 4 JSON as a dict, or a NotebookNode) with `metadata.slideshow.slide_type`
-    set on every cell; nothing else differs. Idempotent."""
+    set on every cell; nothing else differs. Idempotent.
+
+    Used by the package, not a notebook."""
     result = copy.deepcopy(notebook)
     after_text, in_section = False, False
     for index, cell in enumerate(result.get("cells", [])):
@@ -102,13 +108,17 @@ def add_slide_metadata(notebook: dict[str, Any]) -> dict[str, Any]:
 
 def notebook_text(notebook: dict[str, Any]) -> str:
     """The notebook as Jupyter writes it (one-space indent, sorted keys, UTF-8 as is, final newline), so a file
-    rewritten with new metadata differs from the old one only in the metadata lines."""
+    rewritten with new metadata differs from the old one only in the metadata lines.
+
+    Used by the package, not a notebook."""
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def apply_to_file(path: Path, check: bool = False) -> bool:
     """Add the metadata to the notebook at `path` (or with `check`, only compare); True if it was (or would be)
-    changed."""
+    changed.
+
+    Used by the package, not a notebook."""
     text = path.read_text(encoding="utf-8")
     notebook = json.loads(text)
     new_text = notebook_text(add_slide_metadata(notebook))
@@ -122,6 +132,9 @@ def apply_to_file(path: Path, check: bool = False) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m course_utils.slides NB ... [--check]`: write (or check) the slide metadata of notebooks.
+
+    Used by the package, not a notebook."""
     parser = argparse.ArgumentParser(prog="python -m course_utils.slides",
                                      description="Add (or check) the slideshow metadata of notebooks.")
     parser.add_argument("notebooks", nargs="+", type=Path)

@@ -4,6 +4,7 @@ tests/browser/run_site_check.py."""
 from __future__ import annotations
 
 import argparse
+import html
 import json
 from pathlib import Path
 
@@ -96,7 +97,7 @@ def test_solutions_page_lists_every_checker_with_its_reference_solution(built):
         assert f'id="{name}"' in page, name
         assert f"exercises.{name}" in page
         first_doc_line = inspect.getdoc(getattr(exercises, name)).splitlines()[0]
-        assert site.html.escape(first_doc_line) in page, name
+        assert html.escape(first_doc_line) in page, name
         assert f'<span class="nf">{solution.__name__}</span>' in page, name  # its def line, highlighted
 
 

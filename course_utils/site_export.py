@@ -1,0 +1,141 @@
+"""Exporting one notebook as the site's page and reveal.js slides (nbconvert, with the course's own templates).
+
+`prepare` readies a copy of a notebook (slide types from course_utils.slides, widget outputs replaced by a note:
+a static page has no kernel); `export_notebook` writes its `NN_name.html` and `NN_name.slides.html` with
+nbconvert's HTMLExporter (JupyterLab look) and SlidesExporter, both pointed at the local MathJax and reveal.js
+copied into `_static/`. course_utils.site.build_site runs it for every notebook, two processes at a time.
+
+Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from course_utils.site_offline import STATIC
+from course_utils.site_pages import NotebookEntry, describe, mathjax_head
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here: it needs a running kernel. Open '
+               'the notebook in JupyterLab to use it; the static pictures on this page show what it draws.</em></p>')
+
+
+def prepare(notebook: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the notebook ready to export: slide types set (course_utils.slides), widget state dropped and
+    each widget output replaced by a note (a static page has no kernel; 06's static fallback is a stored PNG).
+
+    Used by the package, not a notebook."""
+    from course_utils.slides import add_slide_metadata
+
+    notebook = add_slide_metadata(copy.deepcopy(notebook))
+    notebook.get("metadata", {}).pop("widgets", None)
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_MIME in data:
+                output["data"] = {"text/html": WIDGET_NOTE}
+    return notebook
+
+
+# ------------------------------------------------------------------------------------------- templates
+NAV_CSS = """
+<style type="text/css">
+nav.course-nav { font-family: var(--jp-ui-font-family, sans-serif); font-size: 14px; padding: 8px 16px;
+  border-bottom: 1px solid #ddd; background: #f7f7f7; }
+nav.course-nav a { margin-right: 1.2em; }
+.course-widget-note { color: #555; }
+</style>
+"""
+
+LAB_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}{{ resources.course.mathjax_head }}{%- endblock html_head_js_mathjax -%}
+{%- block extra_css -%}""" + NAV_CSS + """{%- endblock extra_css -%}
+{%- block body_header -%}
+{{ super() }}
+<nav class="course-nav"><a href="index.html">&larr; all notebooks</a>
+<a href="{{ resources.course.slides }}">slides</a>{{ resources.course.solutions_link }}</nav>
+{%- endblock body_header -%}
+"""
+
+REVEAL_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{{ resources.course.mathjax_head }}{%- endblock html_head_js_mathjax -%}
+{%- block footer_js -%}
+<script src="{{ resources.course.reveal }}/dist/reveal.js"></script>
+<script src="{{ resources.course.reveal }}/plugin/notes/notes.js"></script>
+<script>
+Reveal.initialize({
+  controls: true, progress: true, history: true, slideNumber: "c/t",
+  transition: "{{ resources.reveal.transition | default('slide', true) }}",
+  width: {{ resources.reveal.width | default('960', true) }},
+  height: {{ resources.reveal.height | default('700', true) }},
+  plugins: [RevealNotes]
+});
+function courseRerender() {
+  var slide = Reveal.getCurrentSlide();
+  if (window.MathJax && MathJax.Hub && slide) { MathJax.Hub.Queue(["Rerender", MathJax.Hub, slide]); }
+}
+function courseScroll() {  /* a slide taller than the screen scrolls (nbconvert's reveal_scroll, without jQuery) */
+  var limit = document.querySelector(".reveal").clientHeight * 0.95;
+  document.querySelectorAll("section.present section, section.present").forEach(function (section) {
+    if (section.scrollHeight > limit) {
+      section.style.height = "calc(95vh)"; section.style.overflowY = "auto"; section.style.marginTop = "20px";
+    }
+  });
+}
+Reveal.on("slidechanged", function () { courseRerender(); courseScroll(); });
+Reveal.on("ready", courseScroll);
+</script>
+{%- endblock footer_js -%}
+"""
+
+
+def _trusted_html(element):
+    """nbconvert's clean_html filter for trusted notebooks: the HTML as it is (bytes decoded, as clean_html does)."""
+    return element.decode() if isinstance(element, bytes) else element
+
+
+def _exporters():
+    """The page and slides exporters (made once per build: loading a template takes a while)."""
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter, SlidesExporter
+
+    loader = DictLoader({"course_lab.html.j2": LAB_TEMPLATE, "course_reveal.html.j2": REVEAL_TEMPLATE})
+    # The notebooks are the course's own: nbconvert's bleach pass over every cell (`clean_html`, a third of the
+    # build time) is skipped; check_offline still rejects any remote resource an output would load.
+    trusted = {"clean_html": _trusted_html}
+    page = HTMLExporter(template_name="lab", extra_loaders=[loader], template_file="course_lab.html.j2",
+                        filters=trusted)
+    slides = SlidesExporter(template_name="reveal", extra_loaders=[loader], template_file="course_reveal.html.j2",
+                            reveal_theme="white", reveal_url_prefix=f"{STATIC}/reveal.js", filters=trusted)
+    return page, slides
+
+
+# ------------------------------------------------------------------------------------------- export
+_EXPORTERS: list = []  # per process: the exporters, made on first use
+
+
+def export_notebook(path: Path, output: Path, slides: bool, solutions: bool) -> tuple[NotebookEntry, list[Path]]:
+    """Write one notebook's page (and slides) into `output`; returns its index entry and the files written.
+
+    Used by the package, not a notebook."""
+    import nbformat
+
+    if not _EXPORTERS:
+        _EXPORTERS.extend(_exporters())
+    page_exporter, slides_exporter = _EXPORTERS
+    notebook = nbformat.read(path, as_version=4)
+    entry = describe(notebook, path.stem)
+    notebook = nbformat.from_dict(prepare(notebook))
+    resources = {"metadata": {"name": entry.title, "path": str(path.parent)},
+                 "course": {"mathjax_head": mathjax_head(""), "slides": entry.slides, "reveal": f"{STATIC}/reveal.js",
+                            "solutions_link": ' <a href="solutions.html">solutions</a>' if solutions else ""}}
+    written = []
+    for exporter, name in [(page_exporter, entry.page)] + ([(slides_exporter, entry.slides)] if slides else []):
+        body, _ = exporter.from_notebook_node(notebook, resources=copy.deepcopy(resources))
+        (output / name).write_text(body, encoding="utf-8")
+        written.append(output / name)
+    return entry, written

@@ -1,0 +1,169 @@
+"""The site's hand-made pages: the index (each notebook's title and summary) and the lecturers' solutions page.
+
+`describe(notebook, stem)` reads a notebook's title and summary for the index (`NotebookEntry`); `index_page` and
+`solutions_page` write the two pages' HTML; `mathjax_head` is the local-MathJax <head> part that these pages and
+the exported notebooks (course_utils.site_export) share. course_utils.site.build_site writes them into the site.
+
+Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
+"""
+from __future__ import annotations
+
+import html
+import inspect
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from course_utils.site_offline import STATIC
+
+MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration jupyter-server-mathjax ships
+SUMMARY_LINES = ("**Builds on", "**Prerequisites", "**Prerequisite", "**Time", "**Reading time", "**Run time")
+
+
+# ------------------------------------------------------------------------------------------- notebook summaries
+@dataclass(frozen=True)
+class NotebookEntry:
+    """One notebook of the site: its file stem, title and the summary shown on the index.
+
+    Used by the package, not a notebook."""
+
+    stem: str
+    title: str
+    summary_markdown: str
+
+    @property
+    def page(self) -> str:
+        return f"{self.stem}.html"
+
+    @property
+    def slides(self) -> str:
+        return f"{self.stem}.slides.html"
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def describe(notebook: dict[str, Any], stem: str) -> NotebookEntry:
+    """Title (the first `# ` heading) and summary (the first paragraph after it, then the first cell's
+    "Builds on"/"Prerequisites"/"Time" paragraphs) of a notebook.
+
+    Used by the package, not a notebook."""
+    first = next((_source(cell) for cell in notebook.get("cells", []) if cell.get("cell_type") == "markdown"), "")
+    paragraphs = [part.strip() for part in re.split(r"\n\s*\n", first) if part.strip()]
+    title = stem
+    if paragraphs and paragraphs[0].startswith("# "):
+        title = paragraphs.pop(0)[2:].strip()
+    body = [part for part in paragraphs if not part.startswith("#")]
+    summary = body[:1] + [part for part in body[1:] if part.startswith(SUMMARY_LINES)]
+    return NotebookEntry(stem, title, "\n\n".join(summary))
+
+
+# ------------------------------------------------------------------------------------------- pages
+def mathjax_head(prefix: str) -> str:
+    """Local MathJax 2 with the configuration of nbconvert's template, STIX-Web fonts (those shipped).
+
+    Used by the package, not a notebook."""
+    return f"""
+<script type="text/x-mathjax-config">
+MathJax.Hub.Config({{
+  TeX: {{equationNumbers: {{autoNumber: "AMS", useLabelIds: true}}}},
+  tex2jax: {{inlineMath: [['$', '$'], ["\\\\(", "\\\\)"]], displayMath: [['$$', '$$'], ["\\\\[", "\\\\]"]],
+            processEscapes: true, processEnvironments: true}},
+  displayAlign: "center", messageStyle: "none",
+  "HTML-CSS": {{availableFonts: [], imageFont: null, preferredFont: null, webFont: "STIX-Web",
+               linebreaks: {{automatic: true}}}},
+  MathMenu: {{showLocale: false}}
+}});
+</script>
+<script src="{prefix}{STATIC}/mathjax/MathJax.js?config={MATHJAX_CONFIG}"></script>
+"""
+
+
+PAGE_CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 56em; margin: 2em auto;
+  padding: 0 1em; line-height: 1.5; color: #222; }
+h1 { font-size: 1.9em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+.lead { color: #555; margin-top: 0; }
+.notebook { margin: 1.4em 0; padding: 0.6em 1em; border-left: 4px solid #4a7ab5; background: #f8f9fb; }
+.notebook h2 { border: none; margin: 0.2em 0; font-size: 1.3em; }
+.links a { margin-right: 1.2em; font-weight: 600; }
+code, pre { font-family: Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: 0.92em; }
+pre.doc { white-space: pre-wrap; background: #fafafa; border: 1px solid #eee; padding: 0.6em; }
+.exercise { margin: 1.2em 0 2em; }
+.highlight { background: #f6f8fa; border: 1px solid #e3e6ea; padding: 0.2em 0.8em; overflow-x: auto; }
+.missing { color: #a33; }
+"""
+
+
+def _page(title: str, body: str, mathjax: bool = False, head: str = "") -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8" />\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1.0">\n<title>{html.escape(title)}'
+            f'</title>\n<style type="text/css">{PAGE_CSS}</style>\n{head}'
+            f'{mathjax_head("") if mathjax else ""}</head>\n<body>\n{body}\n</body>\n</html>\n')
+
+
+def index_page(entries: list[NotebookEntry], solutions: bool) -> str:
+    """The index: every notebook with what it teaches and links to its page and its slides.
+
+    Used by the package, not a notebook."""
+    from nbconvert.filters import markdown2html
+
+    items = []
+    for entry in entries:
+        items.append(f'<section class="notebook" id="{html.escape(entry.stem)}">\n'
+                     f'<h2><a href="{entry.page}">{html.escape(entry.title)}</a></h2>\n'
+                     f'{markdown2html(entry.summary_markdown)}\n'
+                     f'<p class="links"><a href="{entry.page}">read the notebook</a>'
+                     f'<a href="{entry.slides}">slides</a></p>\n</section>')
+    lecturers = ('<h2>For lecturers</h2>\n<p><a href="solutions.html">Solutions</a>: every exercise\'s checker '
+                 'and its reference solution.</p>') if solutions else ""
+    body = ('<h1>Dissecting Attention</h1>\n<p class="lead">A sequence-to-sequence translator (GRU encoder, '
+            'attention decoder, French to English) taken apart, one notebook at a time. These pages show the '
+            'notebooks as they were run; no Python and no network are needed to read them. Slides: arrow keys to '
+            'move, <kbd>s</kbd> for the speaker notes, <kbd>f</kbd> for full screen.</p>\n'
+            + "\n".join(items) + f"\n{lecturers}")
+    return _page("Dissecting Attention", body, mathjax=True)
+
+
+def solutions_page() -> str:
+    """For lecturers: per notebook, each checker's name and docstring and its reference solution's source.
+
+    Used by the package, not a notebook."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    from course_utils import exercises
+    from course_utils.exercises import solutions
+
+    checkers = {name: getattr(exercises, name) for name in dir(exercises) if name.startswith("check_")
+                and callable(getattr(exercises, name))}
+    names = list(solutions.SOLUTIONS) + sorted(set(checkers) - set(solutions.SOLUTIONS))
+    by_module: dict[str, list[str]] = {}
+    for name in names:
+        module = getattr(checkers.get(name), "__module__", "course_utils.exercises").rsplit(".", 1)[-1]
+        by_module.setdefault(module, []).append(name)
+    formatter = HtmlFormatter()
+    sections = []
+    for module in sorted(by_module):
+        notebook = re.match(r"nb(\d+)_(.*)", module)
+        heading = f"Notebook {notebook.group(1)}: {notebook.group(2).replace('_', ' ')}" if notebook else module
+        parts = [f'<h2 id="{html.escape(module)}">{html.escape(heading)}</h2>']
+        for name in by_module[module]:
+            checker, solution = checkers.get(name), solutions.SOLUTIONS.get(name)
+            doc = inspect.getdoc(checker) if checker else None
+            source = (highlight(inspect.getsource(solution), PythonLexer(), formatter) if solution
+                      else '<p class="missing">No reference solution yet.</p>')
+            parts.append(f'<div class="exercise" id="{html.escape(name)}">\n<h3><code>exercises.{html.escape(name)}'
+                         f'</code></h3>\n<pre class="doc">{html.escape(doc or "(no docstring)")}</pre>\n'
+                         f'<p>Reference solution (<code>course_utils/exercises/solutions.py</code>):</p>\n{source}'
+                         f'</div>')
+        sections.append("\n".join(parts))
+    body = ('<p><a href="index.html">&larr; all notebooks</a></p>\n<h1>Solutions (for lecturers)</h1>\n'
+            '<p class="lead">Each exercise is checked in its notebook by the checker named here; the reference '
+            'solution below passes it (tests/test_exercises.py runs every pair). Students\' copies of the site '
+            'are built without this page (<code>--no-solutions</code>).</p>\n' + "\n".join(sections))
+    return _page("Solutions · Dissecting Attention", body,
+                 head=f'<style type="text/css">{formatter.get_style_defs(".highlight")}</style>\n')
