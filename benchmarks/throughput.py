@@ -3,21 +3,30 @@
     python benchmarks/throughput.py            # ~2 minutes
     python benchmarks/throughput.py --quick    # ~30 seconds
     python benchmarks/throughput.py --device cuda --recipes lecture-bahdanau
+    python benchmarks/throughput.py --quick --compare-plain        # + each decoder's plain step loop, side by side
+    python benchmarks/throughput.py --quick --compare-threads 1 2  # + the engine at 1 and 2 threads, side by side
 
 Reports, for the classic recipe (course_utils/classic.py) and for each engine recipe, the training throughput in
 target tokens per second (real tokens: padding is not counted), the speed-up over the classic recipe, and the
 useful training FLOP/s: FLOPs per target token counted with torch.utils.flop_counter.FlopCounterMode on single,
 unpadded pairs (forward + backward), times tokens per second, as a fraction of this machine's measured fp32
 matmul peak. The classic recipe is timed with 1 thread and with torch's default thread count and gets the faster.
+
+The engine rows time `train.train_step` itself, the step that `train_epoch` runs. `--compare-plain` and
+`--compare-threads` time variants of one model in alternating rounds (A, B, A, B, ...), so that a machine whose load
+changes during the run slows all variants alike: on a shared machine only such side-by-side ratios mean much.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import sys
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -82,8 +91,38 @@ def engine_flops_per_token(model, data, teacher_forcing_ratio: float, sample: in
     return flops / tokens
 
 
-def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None) -> tuple[float, Seq2Seq, int]:
-    """(target tokens/s, model, batch size) of training's own `train_step` on the recipe's model and settings."""
+class Variant(NamedTuple):
+    """How one engine measurement differs from the recipe as it is."""
+
+    threads: int | None = None  # torch.set_num_threads for the measurement (None: leave it)
+    plain: bool = False  # run the decoder's plain step loop (`decode_steps`) instead of its fast path
+
+    def label(self) -> str:
+        return (f", {self.threads} thread{'s' if self.threads > 1 else ''}" if self.threads else "") + (
+            ", plain step loop" if self.plain else "")
+
+
+@contextlib.contextmanager
+def applied(variant: Variant, model: Seq2Seq):
+    """Inside the block, `model` and torch run as `variant` says; everything is restored after."""
+    previous = torch.get_num_threads()
+    if variant.threads:
+        torch.set_num_threads(variant.threads)
+    if variant.plain:
+        model.decoder.forward = model.decoder.decode_steps  # an instance attribute: nn.Module.__call__ calls it
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+        if variant.plain:
+            del model.decoder.forward
+
+
+def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None,
+                      variants: Sequence[Variant] = (Variant(),), rounds: int = 3) -> tuple[dict, Seq2Seq, int]:
+    """({variant: target tokens/s}, model, batch size) of training's own `train_step` on the recipe's model and
+    settings. With several variants each round times them one after the other on the same batches (the first
+    variant's seconds / rounds worth), `rounds` times."""
     config = recipe.train_config(device=str(device), **({"batch_size": batch_size} if batch_size else {}))
     torch.manual_seed(config.seed)
     model = Seq2Seq(recipe.model_config(data.src_vocab, data.tgt_vocab)).to(device).train()
@@ -99,25 +138,41 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
         return train_step(model, batch.to(device), optimizer, config).tokens
 
     stream = batches()
-    for _ in range(3):  # warm-up
-        one_step(next(stream))
-    sync(device)
-    tokens, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:  # the loader's collation is included in the time
-        tokens += one_step(next(stream))
-    sync(device)
-    return tokens / (time.perf_counter() - start), model, config.batch_size
+    rounds = rounds if len(variants) > 1 else 1
+    tokens, elapsed = dict.fromkeys(variants, 0), dict.fromkeys(variants, 0.0)
+    for _ in range(rounds):
+        timed = []  # the first variant trains for seconds / rounds; the others then train on the very same batches
+        for variant in variants:
+            with applied(variant, model):
+                for _ in range(2):  # warm-up (and a settle after switching)
+                    one_step(next(stream))
+                sync(device)
+                start = time.perf_counter()
+                if not timed:
+                    while time.perf_counter() - start < seconds / rounds:  # the loader's collation is in the time
+                        timed.append(next(stream))
+                        tokens[variant] += one_step(timed[-1])
+                else:
+                    tokens[variant] += sum(one_step(batch) for batch in timed)
+                sync(device)
+                elapsed[variant] += time.perf_counter() - start
+    return {variant: tokens[variant] / elapsed[variant] for variant in variants}, model, config.batch_size
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="shorter measurements (~30 s in all)")
-    parser.add_argument("--recipes", nargs="+", default=["lecture-bahdanau", "lecture-general", "full-bahdanau"])
+    parser.add_argument("--recipes", nargs="+", default=["lecture-bahdanau", "lecture-scaled_general", "full-bahdanau"])
     parser.add_argument("--batch-size", type=int, default=None, help="override the recipes' batch size")
     parser.add_argument("--classic-steps", type=int, default=None, help="classic steps timed (default 600)")
     parser.add_argument("--seconds", type=float, default=None, help="seconds per engine measurement (default 15)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (the classic recipe always runs on CPU)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--compare-plain", action="store_true",
+                        help="also time each recipe with its decoder's plain step loop (no fast path), side by side")
+    parser.add_argument("--compare-threads", type=int, nargs="+", default=None, metavar="N",
+                        help="time each engine recipe at these thread counts, side by side (e.g. 1 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds when comparing variants")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -143,19 +198,25 @@ def main(argv=None) -> int:
     rows = [["classic (1 pair/step, SGD)", f"{classic_params:,}", "1", "cpu", f"{classic_speed:,.0f}", "1.0x",
              f"{classic_flops / 1e6:.1f}", f"{classic_speed * classic_flops / 1e9:.2f}",
              f"{classic_speed * classic_flops / peak_cpu:.1%}"]]
+    thread_counts = args.compare_threads or [None]
+    variants = [Variant(threads, plain) for plain in ([False, True] if args.compare_plain else [False])
+                for threads in thread_counts]
     for name in args.recipes:
         recipe = get_recipe(name)
-        speed, model, batch_size = engine_throughput(recipe, data, seconds, device, args.batch_size)
+        speeds, model, batch_size = engine_throughput(recipe, data, seconds, device, args.batch_size, variants,
+                                                      args.rounds)
         flops = engine_flops_per_token(model, data, recipe.train.teacher_forcing_ratio, sample=16 if args.quick else 64)
-        rows.append([name, f"{count_parameters(model):,}", str(batch_size), device.type, f"{speed:,.0f}",
-                     f"{speed / classic_speed:.1f}x", f"{flops / 1e6:.1f}", f"{speed * flops / 1e9:.2f}",
-                     f"{speed * flops / peak:.1%}"])
-        print(f"  measured {name}: {speed:,.0f} tokens/s", flush=True)
+        for variant, speed in speeds.items():
+            rows.append([name + variant.label(), f"{count_parameters(model):,}", str(batch_size), device.type,
+                         f"{speed:,.0f}", f"{speed / classic_speed:.1f}x", f"{flops / 1e6:.1f}",
+                         f"{speed * flops / 1e9:.2f}", f"{speed * flops / peak:.1%}"])
+            print(f"  measured {name}{variant.label()}: {speed:,.0f} tokens/s", flush=True)
     print()
     print(table(rows, ["recipe", "params", "batch", "device", "tgt tokens/s", "speed-up", "MFLOP/token",
                        "useful GFLOP/s", "of peak"]))
     print(f"\n(classic timed over {steps} steps with {best_threads} thread(s); engine over {seconds:.0f} s per "
-          "recipe, batch collation included; FLOPs counted with FlopCounterMode on unpadded single pairs)")
+          "recipe and variant, batch collation included; FLOPs counted with FlopCounterMode on unpadded single "
+          "pairs (the plain step loop's FLOPs are the fast path's)")
     return 0
 
 

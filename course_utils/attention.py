@@ -15,7 +15,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-ATTENTION_SCORES = ("bahdanau", "dot", "general", "concat", "scaled_dot")
+ATTENTION_SCORES = ("bahdanau", "dot", "general", "concat", "scaled_dot", "scaled_general")
 
 
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
@@ -23,14 +23,17 @@ def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
 
     scores (B, S) or (B, T, S) float; mask (B, S) bool, True on real tokens, at least one True per row.
     Returns weights of the shape of `scores`: rows sum to 1, exactly 0 where mask is False (exp(-inf) = 0).
-    Introduced in notebook 03.
+
+    An all-padding mask row raises a ValueError when the mask is on the CPU. On a GPU that check is skipped: reading
+    a value back to the host would stall Python until the GPU catches up, once per decoder step; there such a row
+    gives NaN weights instead (batches built by `data.make_loader` never have one). Introduced in notebook 03.
     """
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be a bool tensor (True on real tokens), got {mask.dtype}; use src != PAD_ID")
     if mask.dim() != 2 or scores.dim() not in (2, 3) or mask.shape != (scores.shape[0], scores.shape[-1]):
         raise ValueError(f"scores must be (B, S) or (B, T, S) and mask (B, S); got scores {tuple(scores.shape)} and "
                          f"mask {tuple(mask.shape)}: build the mask from the same padded batch as the keys")
-    if not bool(mask.any(dim=-1).all()):
+    if mask.device.type == "cpu" and not bool(mask.any(dim=-1).all()):  # a host read: free on the CPU only
         raise ValueError("every mask row needs at least one True (a real token); an all-padding row has no "
                          "softmax: drop empty sentences before batching")
     if scores.dim() == 3:
@@ -144,6 +147,19 @@ class GeneralAttention(Attention):
         return torch.bmm(projected_query, keys.transpose(1, 2))  # (B, T, S)
 
 
+class ScaledGeneralAttention(GeneralAttention):
+    """General attention divided by sqrt(K): score(q, k) = q^T W k / sqrt(K), as scaled dot divides dot.
+
+    Luong et al. (2015) do not scale their general score. With K = 256 and keys and queries that grow during
+    training, the unscaled scores spread over tens of units, the softmax saturates within a few optimiser steps
+    and some seeds never recover (notebook 04 shows the evidence over seeds); the scale keeps the softmax soft.
+    Introduced in notebook 04.
+    """
+
+    def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
+        return super().score(query, keys, projected_keys) / math.sqrt(keys.size(-1))  # (B, T, S)
+
+
 class ConcatAttention(Attention):
     """Luong concat attention: score(q, k) = v^T tanh(W [q; k]), a true concatenation of query and key.
 
@@ -168,7 +184,8 @@ class ConcatAttention(Attention):
 
 
 def make_attention(kind: str, query_size: int, key_size: int, attention_size: int | None = None) -> Attention:
-    """Build a scorer by name: one of ATTENTION_SCORES ("bahdanau", "dot", "general", "concat", "scaled_dot").
+    """Build a scorer by name: one of ATTENTION_SCORES ("bahdanau", "dot", "general", "concat", "scaled_dot",
+    "scaled_general").
 
     query_size Hq (the decoder's hidden size), key_size K (the encoder's key size), attention_size A for the
     additive scorers (defaults to query_size). Introduced in notebook 04.
@@ -187,4 +204,6 @@ def make_attention(kind: str, query_size: int, key_size: int, attention_size: in
         return ConcatAttention(query_size, key_size, attention_size)
     if kind == "scaled_dot":
         return ScaledDotAttention()
+    if kind == "scaled_general":
+        return ScaledGeneralAttention(query_size, key_size)
     raise ValueError(f"unknown attention kind {kind!r}: choose one of {', '.join(ATTENTION_SCORES)}")

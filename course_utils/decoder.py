@@ -10,6 +10,8 @@ search and beam search work for all of them:
 
 The four decoders: DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's
 location-based exhibit), BahdanauDecoder (attend, then step) and LuongDecoder (step, then attend).
+With teacher_forcing_ratio == 1.0 Bahdanau's and Luong's `forward` take a fast path that moves work out of the
+step loop; `decode_steps` is the plain loop they are tested against.
 """
 from typing import NamedTuple
 
@@ -91,24 +93,34 @@ class Decoder(nn.Module):
                 teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
         """Run T steps. tgt_in (B, T) long starts with SOS (Seq2Seq prepends it) -> DecoderOutput.
 
-        Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip (torch.rand, so the global
-        seed decides) chooses, for the whole batch, the gold token tgt_in[:, t] with probability
-        `teacher_forcing_ratio`, else the decoder's own argmax from the previous step. Ratio 1.0 and 0.0 draw no
-        random numbers.
+        Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip chooses, for the whole
+        batch, the gold token tgt_in[:, t] with probability `teacher_forcing_ratio`, else the decoder's own argmax
+        from the previous step. The T - 1 coins are drawn up front with one torch.rand on tgt_in's device (so the
+        global seed decides). Ratio 1.0 and 0.0 draw no random numbers.
         """
         return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
 
     def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
                      teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """The plain step loop behind `forward` (see there); LuongDecoder's fast path is tested against it."""
+        """The plain step loop behind `forward` (see there); the Luong and Bahdanau fast paths are tested against it.
+
+        No value is read back to Python inside the loop (no .item(), no `if tensor`): on a GPU such a read waits for
+        every queued kernel, once per step. The coins therefore stay a tensor, and torch.where picks gold or argmax.
+        """
         self._check_target(tgt_in, teacher_forcing_ratio)
+        steps = tgt_in.shape[1]
+        if 0.0 < teacher_forcing_ratio < 1.0:
+            coins = torch.rand(steps - 1, device=tgt_in.device) < teacher_forcing_ratio  # (T - 1,) True: gold word
         log_probs, weights = [], []
         prev_tokens = tgt_in[:, 0]  # (B,)
-        for t in range(tgt_in.shape[1]):
+        for t in range(steps):
             if t > 0:
-                use_gold = teacher_forcing_ratio >= 1.0 or (
-                    teacher_forcing_ratio > 0.0 and torch.rand(()).item() < teacher_forcing_ratio)
-                prev_tokens = tgt_in[:, t] if use_gold else log_probs[-1].argmax(dim=-1)  # (B,)
+                if teacher_forcing_ratio == 1.0:
+                    prev_tokens = tgt_in[:, t]  # (B,) the gold previous word
+                elif teacher_forcing_ratio == 0.0:
+                    prev_tokens = log_probs[-1].argmax(dim=-1)  # (B,) the decoder's own previous word
+                else:  # the coin chooses on the device: `if coins[t - 1]` would read it back to Python
+                    prev_tokens = torch.where(coins[t - 1], tgt_in[:, t], log_probs[-1].argmax(dim=-1))  # (B,)
             out = self.step(prev_tokens, state, memory)
             state = out.state
             log_probs.append(out.log_probs)
@@ -220,7 +232,13 @@ class BahdanauDecoder(Decoder):
     Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1});
     output: t_i = tanh(W_o [s_i; c_i; E y_{i-1}]) (a tanh layer in place of the paper's maxout "deep output"),
     then log_softmax(Linear(H, V)(dropout(t_i))). The keys' projection U k is computed once per sentence in
-    `prepare_memory`. attention_size A defaults to hidden_size. Introduced in notebook 03.
+    `prepare_memory`. attention_size A defaults to hidden_size.
+
+    Fast path: with teacher_forcing_ratio == 1.0 no step needs the previous step's prediction, so `forward` keeps
+    only the recurrence (attend, then GRU) in its step loop and runs the output layer (t_i, Linear(H, V),
+    log_softmax: the largest matrix product) once over all T steps after it. The attention still runs step by step:
+    it reads s_{i-1}. It equals the step loop (`decode_steps`) up to float rounding (with dropout on, the random
+    masks differ). Introduced in notebook 03.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int, dropout: float = 0.1,
@@ -241,12 +259,40 @@ class BahdanauDecoder(Decoder):
 
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
         embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
-        previous = state.hidden  # (B, H): Bahdanau attends with the state *before* this step
-        context, weights = self.attention(previous, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
-        hidden = self._gru_step(torch.cat([embedded, context], dim=-1), state.hidden)  # (B, H)
-        pre_output = torch.tanh(self.pre_output(torch.cat([hidden, context, embedded], dim=-1)))  # (B, H)
-        log_probs = F.log_softmax(self.out(self.dropout(pre_output)), dim=-1)  # (B, V)
+        hidden, context, weights = self._attend_then_step(embedded, state.hidden, memory)  # (B, H), (B, K), (B, S)
+        log_probs = self._output_layer(hidden, context, embedded)  # (B, V)
         return StepOutput(log_probs, DecoderState(hidden, None), weights)
+
+    def _attend_then_step(self, embedded: Tensor, previous: Tensor,
+                          memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
+        """One step of the recurrence: embedded (B, E), the state *before* the step s_{i-1} (B, H), which Bahdanau
+        attends with -> (s_i (B, H), c_i (B, K), weights (B, S))."""
+        context, weights = self.attention(previous, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
+        hidden = self._gru_step(torch.cat([embedded, context], dim=-1), previous)  # (B, H)
+        return hidden, context, weights
+
+    def _output_layer(self, hidden: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
+        """t_i = tanh(W_o [s_i; c_i; E y_{i-1}]) -> log-probabilities. Shapes (B, [T,] H), (B, [T,] K), (B, [T,] E)
+        -> (B, [T,] V): one step, or all T steps at once (the fast path)."""
+        pre_output = torch.tanh(self.pre_output(torch.cat([hidden, context, embedded], dim=-1)))  # (B, [T,] H)
+        return F.log_softmax(self.out(self.dropout(pre_output)), dim=-1)  # (B, [T,] V)
+
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
+                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+        """All T steps; the fast path (output layer once, after the loop) when teacher_forcing_ratio == 1.0."""
+        self._check_target(tgt_in, teacher_forcing_ratio)
+        if teacher_forcing_ratio != 1.0:  # a step may read the previous step's argmax: the plain loop
+            return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
+        embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E): every input word is the gold one
+        hidden, hiddens, contexts, weights = state.hidden, [], [], []
+        for t in range(tgt_in.shape[1]):  # only the recurrence stays in the loop
+            hidden, context, step_weights = self._attend_then_step(embedded[:, t], hidden, memory)  # (B, H), (B, K)
+            hiddens.append(hidden)
+            contexts.append(context)
+            weights.append(step_weights)
+        hiddens, contexts = torch.stack(hiddens, dim=1), torch.stack(contexts, dim=1)  # (B, T, H), (B, T, K)
+        log_probs = self._output_layer(hiddens, contexts, embedded)  # (B, T, V): all steps in one matmul
+        return DecoderOutput(log_probs, torch.stack(weights, dim=1), DecoderState(hidden, None))  # weights (B, T, S)
 
 
 class LuongDecoder(Decoder):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 # The recipes the notebooks pass to load_or_train (04 and 06: all five; 05: bahdanau and none).
-NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-dot", "lecture-general", "lecture-concat", "lecture-none")
+NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat", "lecture-none")
 
 # Estimates before the first model of a run has trained; afterwards the run's own measured times are used.
 # Full mode: `python -m course_utils train --recipe lecture-bahdanau` took 120 s for its 10 epochs (dev evaluation
@@ -165,7 +165,10 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     """`pretrain`: exit status 0 when every model is cached afterwards, 1 otherwise. Used by the package, not a
     notebook."""
     from course_utils.data import CorpusError
+    from course_utils.runtime import THREADS_ENV, set_threads
 
+    print(f"CPU threads: {set_threads()} (the idle cores; {THREADS_ENV}=N fixes the count, and with it the exact "
+          "losses)")
     try:
         results = pretrain(args.names or None, fast=True if args.fast else None, progress=not args.no_progress,
                            retrain=args.retrain)

@@ -98,17 +98,22 @@ FULL_TRAINING = TrainConfig(
 )
 
 
-def _lecture(attention: str) -> Recipe:
-    return Recipe(f"lecture-{attention}", dataclasses.replace(LECTURE_MODEL, attention=attention), LECTURE_TRAINING)
+def _lecture(attention: str, prefix: str = "lecture") -> Recipe:
+    return Recipe(f"{prefix}-{attention}", dataclasses.replace(LECTURE_MODEL, attention=attention), LECTURE_TRAINING)
 
 
 RECIPES: dict[str, Recipe] = {
     recipe.name: recipe for recipe in [
         _lecture("bahdanau"),  # the default: additive attention (notebooks 03-06)
-        _lecture("dot"),  # Luong dot: no parameters in the scorer
-        _lecture("general"),  # Luong general: q^T W k
+        _lecture("scaled_dot"),  # Luong dot divided by sqrt(K): no parameters in the scorer
+        _lecture("scaled_general"),  # Luong general divided by sqrt(K): q^T W k / sqrt(K)
         _lecture("concat"),  # Luong concat: v^T tanh(W [q; k])
         _lecture("none"),  # no attention: the encoder's final state is all the decoder gets
+        # Exhibits, not lecture recipes: Luong's unscaled dot and general scores. With K = 256 their softmax
+        # saturates within a few optimiser steps, and some seeds never recover (dot: 1 seed in 16 ends at the level of
+        # no attention; general: worst seed 26.7 test BLEU); benchmarks/results/attention_seeds.json, notebook 04.
+        Recipe("exhibit-dot-unscaled", dataclasses.replace(LECTURE_MODEL, attention="dot"), LECTURE_TRAINING),
+        Recipe("exhibit-general-unscaled", dataclasses.replace(LECTURE_MODEL, attention="general"), LECTURE_TRAINING),
         Recipe("full-bahdanau", FULL_MODEL, FULL_TRAINING,
                beam_width=5),  # +2.5 BLEU over greedy decoding; width 10 and length_penalty 0.6 made no difference
     ]

@@ -2,7 +2,7 @@
 
 Introduced in notebook 03 (assembled) and 05 (trained). `config.attention` picks the decoder:
 "none" -> DecoderRNN, "location" -> AttnDecoderRNN (2017 exhibit), "bahdanau" -> BahdanauDecoder,
-"dot" | "general" | "concat" | "scaled_dot" -> LuongDecoder with that score.
+"dot" | "general" | "concat" | "scaled_dot" | "scaled_general" -> LuongDecoder with that score.
 """
 from collections.abc import Sized
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from course_utils.decoder import (
 from course_utils.encoder import EncoderRNN
 from course_utils.vocab import SOS_ID
 
+LUONG_SCORES = tuple(kind for kind in ATTENTION_SCORES if kind != "bahdanau")  # the LuongDecoder's scores
 ATTENTION_KINDS = ("none", *ATTENTION_SCORES, "location")  # every decoder a ModelConfig can name: the one list
 
 
@@ -38,7 +39,7 @@ class ModelConfig:
 
     src_vocab_size: int | None = None  # V_src: size of the source (French) vocabulary, special tokens included
     tgt_vocab_size: int | None = None  # V: size of the target (English) vocabulary, special tokens included
-    attention: str = "bahdanau"  # none | bahdanau | dot | general | concat | scaled_dot | location
+    attention: str = "bahdanau"  # one of ATTENTION_KINDS
     embedding_size: int = 256  # E for both embeddings (the location exhibit uses hidden_size, as the tutorial)
     hidden_size: int = 256  # H of the decoder GRU, and of each encoder direction
     bidirectional: bool = False  # bidirectional encoder: keys become 2H, a tanh bridge maps 2H -> H
@@ -58,8 +59,8 @@ class ModelConfig:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
-        if self.input_feeding and self.attention not in ("dot", "general", "concat", "scaled_dot"):
-            raise ValueError(f"input_feeding is a Luong decoder option (dot, general, concat, scaled_dot); "
+        if self.input_feeding and self.attention not in LUONG_SCORES:
+            raise ValueError(f"input_feeding is a Luong decoder option ({', '.join(LUONG_SCORES)}); "
                              f"attention={self.attention!r} has none: set input_feeding=False")
         if self.bidirectional and self.attention in ("dot", "scaled_dot"):
             raise ValueError(f"{self.attention!r} attention needs keys of the decoder's size H, but a bidirectional "

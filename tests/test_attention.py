@@ -245,3 +245,86 @@ def test_bad_kind_and_bad_shapes_raise_clear_errors():
     query, keys, mask = make_inputs()
     with pytest.raises(ValueError, match="batch-first"):
         build("general")(query, keys.transpose(0, 1), mask)
+
+
+# ---------------------------------------------------------------- edge shapes and content dependence (issue 11)
+def formula(kind, attention, query_size, key_size):
+    """The paper's score(q (Hq,), k (K,)) -> scalar for `attention`'s own weights; a new scorer must add its own."""
+    if kind == "bahdanau":
+        W, U, v = attention.query_layer.weight, attention.key_layer.weight, attention.energy_layer.weight[0]
+        return lambda q, k: v @ torch.tanh(W @ q + U @ k)
+    if kind == "dot":
+        return lambda q, k: q @ k
+    if kind == "scaled_dot":
+        return lambda q, k: q @ k / math.sqrt(key_size)
+    if kind in ("general", "scaled_general"):
+        W = attention.linear.weight.T  # (Hq, K)
+        scale = math.sqrt(key_size) if kind == "scaled_general" else 1.0
+        return lambda q, k: q @ W @ k / scale
+    assert kind == "concat", f"no formula for the scorer {kind!r}: add it here"
+    W, v = attention.linear.weight, attention.energy_layer.weight[0]
+    return lambda q, k: v @ torch.tanh(W @ torch.cat([q, k]))
+
+
+EDGE_SHAPES = {  # name: per-sentence real lengths, padded to the longest (source length S = max)
+    "batch of one": [5],
+    "source length one": [1, 1, 1],
+    "one real token among pads": [1, 4],
+    "batch of one, one token": [1],
+}
+
+
+@pytest.mark.parametrize("shape", EDGE_SHAPES)
+@pytest.mark.parametrize("kind", ATTENTION_SCORES)
+def test_every_scorer_equals_its_formula_on_edge_shapes(kind, shape):
+    lengths = torch.tensor(EDGE_SHAPES[shape])
+    batch, source_length = len(lengths), int(lengths.max())
+    generator = torch.Generator().manual_seed(3)
+    mask = torch.arange(source_length).unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
+    keys = torch.randn(batch, source_length, K, generator=generator) * mask.unsqueeze(-1)  # (B, S, K)
+    query = torch.randn(batch, HQ, generator=generator)  # (B, Hq)
+    attention = build(kind)
+    expected_context, expected_weights = hand_attention(formula(kind, attention, HQ, K), query, keys, mask)
+    context, weights = attention(query, keys, mask)
+    assert context.shape == (batch, K) and weights.shape == (batch, source_length)
+    assert_close(context, expected_context)
+    assert_close(weights, expected_weights)
+    single = lengths == 1
+    assert (weights[single, 0] == 1).all()  # one real token takes all the weight...
+    assert_close(context[single], keys[single, 0])  # ...and the context is that key
+    many = attention(query.unsqueeze(1).expand(-1, T, -1), keys, mask)  # (B, T, Hq): all steps at once
+    assert_close(many.weights, weights.unsqueeze(1).expand(-1, T, -1))
+
+
+@pytest.mark.parametrize("kind", ATTENTION_SCORES)
+def test_every_scorer_looks_at_the_content_of_keys_and_query(kind):
+    """Content-based attention: other keys (or another query) give other weights; the 2017 location exhibit's
+    weights would not move when the keys change (test_decoder)."""
+    attention = build(kind)
+    query, keys, mask = make_inputs()
+    weights = attention(query, keys, mask).weights
+    other_keys = make_inputs(seed=5)[1]
+    assert (attention(query, other_keys, mask).weights - weights).abs().max() > 1e-3
+    other_query = make_inputs(seed=6)[0]
+    assert (attention(other_query, keys, mask).weights - weights).abs().max() > 1e-3
+    swapped = keys.clone()
+    swapped[0, [0, 1]] = keys[0, [1, 0]]  # the same keys in another order: the weights follow the keys
+    moved = attention(query, swapped, mask).weights
+    assert_close(moved[0, [0, 1]], weights[0, [1, 0]])
+    assert_close(moved[1:], weights[1:])
+
+
+def test_luong_fast_path_gradients_for_the_additive_score_reach_the_attention():
+    """The all-steps form of the additive score gives the same gradients as one step at a time."""
+    attention = build("bahdanau")
+    _, keys, mask = make_inputs()
+    queries = torch.randn(B, T, HQ, requires_grad=True)
+    attention(queries, keys, mask).context.pow(2).sum().backward()
+    all_at_once = {name: p.grad.clone() for name, p in attention.named_parameters()}, queries.grad.clone()
+    attention.zero_grad()
+    queries.grad = None
+    sum(attention(queries[:, t], keys, mask).context.pow(2).sum() for t in range(T)).backward()
+    for name, parameter in attention.named_parameters():
+        assert all_at_once[0][name].abs().sum() > 0
+        assert_close(parameter.grad, all_at_once[0][name])
+    assert_close(queries.grad, all_at_once[1])

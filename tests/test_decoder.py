@@ -29,9 +29,16 @@ DECODERS = {
     "concat": lambda key_size: LuongDecoder(E, H, key_size, V, score="concat", dropout=0.1),
     "scaled_dot": lambda key_size: LuongDecoder(E, H, key_size, V, score="scaled_dot", dropout=0.1),
     "general+feeding": lambda key_size: LuongDecoder(E, H, key_size, V, dropout=0.1, input_feeding=True),
+    "luong+additive": lambda key_size: LuongDecoder(E, H, key_size, V, score="bahdanau", dropout=0.1),
 }
 MASKED = [kind for kind in DECODERS if kind not in ("none", "location")]
 LUONG_SCORES = ["dot", "general", "concat", "scaled_dot"]
+DOT_SCORES = ("dot", "scaled_dot")  # need keys of the decoder's size: refuse 2H keys (test_dot_scores_refuse_2h_keys)
+# every (Luong decoder, key size) that can be built: the additive score too; dot scores only with H-wide keys
+FAST_PATH_CASES = [(kind, key_size) for kind in [*LUONG_SCORES, "luong+additive"] for key_size in (H, 2 * H)
+                   if not (kind in DOT_SCORES and key_size != H)]
+SHAPE_CASES = [(kind, key_size) for kind in DECODERS for key_size in (H, 2 * H)
+               if not (kind in DOT_SCORES and key_size != H)]
 
 
 def build(kind, key_size=H, seed=0):
@@ -62,12 +69,14 @@ def call_counter(module):
 
 # ---------------------------------------------------------------- the shared interface
 
-@pytest.mark.parametrize("key_size", [H, 2 * H])
-@pytest.mark.parametrize("kind", DECODERS)
+@pytest.mark.parametrize("kind", DOT_SCORES)
+def test_dot_scores_refuse_2h_keys(kind):
+    with pytest.raises(ValueError, match="general"):
+        DECODERS[kind](2 * H)  # dot scores need keys of the decoder's size
+
+
+@pytest.mark.parametrize("kind, key_size", SHAPE_CASES)
 def test_step_and_forward_shapes(kind, key_size):
-    if kind in ("dot", "scaled_dot") and key_size != H:
-        pytest.raises(ValueError, DECODERS[kind], key_size)  # dot scores need keys of the decoder's size
-        return
     decoder = build(kind, key_size)
     memory, state, tgt_in = start(decoder, key_size)
     assert decoder.hidden_size == H and decoder.output_size == V
@@ -240,11 +249,8 @@ def test_luong_step_attends_with_the_current_state_through_the_attentional_state
     assert_close(step.log_probs, F.log_softmax(decoder.out(attentional), -1))
 
 
-@pytest.mark.parametrize("key_size", [H, 2 * H])
-@pytest.mark.parametrize("score", LUONG_SCORES)
+@pytest.mark.parametrize("score, key_size", FAST_PATH_CASES)
 def test_luong_fast_path_equals_the_step_loop(score, key_size):
-    if score in ("dot", "scaled_dot") and key_size != H:
-        return  # covered by test_step_and_forward_shapes: these scores refuse 2H keys
     decoder = build(score, key_size)
     memory, state, tgt_in = start(decoder, key_size)
     gru_calls = call_counter(decoder.gru)
@@ -255,6 +261,53 @@ def test_luong_fast_path_equals_the_step_loop(score, key_size):
     assert_close(fast.log_probs, loop.log_probs)
     assert_close(fast.weights, loop.weights)
     assert_close(fast.state.hidden, loop.state.hidden)
+
+
+@pytest.mark.parametrize("score, key_size", FAST_PATH_CASES)
+def test_luong_fast_path_gradients_equal_the_step_loops(score, key_size):
+    decoder = build(score, key_size)  # eval mode: no dropout, so both paths compute the same function
+    keys, mask, encoder_final, tgt_in = make_inputs(key_size)
+    keys.requires_grad_(True)
+    gold = torch.roll(tgt_in, -1, dims=1)
+
+    def gradients(run):
+        decoder.zero_grad()
+        keys.grad = None
+        memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+        F.nll_loss(run(tgt_in, state, memory).log_probs.reshape(-1, V), gold.reshape(-1)).backward()
+        return {"keys": keys.grad.clone(), **{name: p.grad.clone() for name, p in decoder.named_parameters()}}
+
+    fast, loop = gradients(decoder.forward), gradients(decoder.decode_steps)
+    assert fast.keys() == loop.keys() and len(fast) > 3
+    for name in fast:
+        assert fast[name].abs().sum() > 0, name
+        assert_close(fast[name], loop[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("ratio", [0.3, 0.7])
+@pytest.mark.parametrize("kind", ["bahdanau", "general", "location"])
+def test_teacher_forcing_feeds_the_gold_word_exactly_when_the_coin_falls_below_the_ratio(kind, ratio):
+    """Replays the loop by hand: coin < ratio -> gold word, else the previous step's argmax."""
+    decoder = build(kind)
+    memory, state, tgt_in = start(decoder)
+    tgt_in = torch.cat([tgt_in, tgt_in.flip(1)], dim=1)  # 2T steps: 2T - 1 coins
+    steps = tgt_in.shape[1]
+    torch.manual_seed(11)
+    coins = (torch.rand(steps - 1) < ratio).tolist()  # the documented draw: one torch.rand of T - 1 coins up front
+    assert any(coins) and not all(coins)  # this seed gives both outcomes
+    torch.manual_seed(11)
+    out = decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)
+    tokens, expected, gold_differs = tgt_in[:, 0], [], False
+    for t in range(steps):
+        if t > 0:
+            argmax = expected[-1].argmax(-1)
+            gold_differs |= bool((argmax != tgt_in[:, t]).any())
+            tokens = tgt_in[:, t] if coins[t - 1] else argmax
+        step = decoder.step(tokens, state, memory)
+        state = step.state
+        expected.append(step.log_probs)
+    assert gold_differs  # feeding gold or argmax makes a difference here, so a swapped coin would show
+    assert_close(out.log_probs, torch.stack(expected, dim=1))
 
 
 def test_luong_takes_the_step_loop_with_input_feeding_or_sampling():

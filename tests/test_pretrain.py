@@ -58,31 +58,31 @@ def test_pretrain_trains_the_missing_models_then_skips_the_cached_ones(small_rec
 
 
 def test_pretrain_reports_a_cached_model_of_another_configuration(small_recipes, monkeypatch):
-    pretrain_module.pretrain(["lecture-general"], fast=True, progress=False, log=None)
-    monkeypatch.setitem(recipes.RECIPES, "lecture-general",
-                        recipes.RECIPES["lecture-general"].with_model(hidden_size=24))
+    pretrain_module.pretrain(["lecture-scaled_general"], fast=True, progress=False, log=None)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-scaled_general",
+                        recipes.RECIPES["lecture-scaled_general"].with_model(hidden_size=24))
     lines = []
-    [result] = pretrain_module.pretrain(["lecture-general"], fast=True, progress=False, log=lines.append)
+    [result] = pretrain_module.pretrain(["lecture-scaled_general"], fast=True, progress=False, log=lines.append)
     assert result.status == "failed" and "hidden_size" in result.message
-    assert any("pretrain --retrain lecture-general" in line for line in lines)
-    [result] = pretrain_module.pretrain(["lecture-general"], fast=True, progress=False, retrain=True, log=None)
+    assert any("pretrain --retrain lecture-scaled_general" in line for line in lines)
+    [result] = pretrain_module.pretrain(["lecture-scaled_general"], fast=True, progress=False, retrain=True, log=None)
     assert result.status == "trained"
 
 
 def test_pretrain_command_line(small_recipes, capsys):
-    assert cli.main(["pretrain", "--fast", "--no-progress", "lecture-dot"]) == 0
+    assert cli.main(["pretrain", "--fast", "--no-progress", "lecture-scaled_dot"]) == 0
     out = capsys.readouterr().out
-    assert "[1/1] training lecture-dot (fast mode" in out and "pretrain done: 1 trained" in out
-    assert (small_recipes / "models" / "lecture-dot-fast.pt").exists()
+    assert "[1/1] training lecture-scaled_dot (fast mode" in out and "pretrain done: 1 trained" in out
+    assert (small_recipes / "models" / "lecture-scaled_dot-fast.pt").exists()
     assert cli.main(["pretrain", "--fast", "lecture-magic"]) == 1
     assert "known recipes" in capsys.readouterr().err
 
 
 def test_training_notice_counts_the_missing_models_and_names_pretrain(small_recipes):
-    names = ["lecture-bahdanau", "lecture-dot"]
+    names = ["lecture-bahdanau", "lecture-scaled_dot"]
     notice = pretrain_module.training_notice(names, fast=False)
     assert "train 2 model(s)" in notice and "about 4 min" in notice and "python -m course_utils pretrain`" in notice
-    pretrain_module.pretrain(["lecture-dot"], fast=True, progress=False, log=None)
+    pretrain_module.pretrain(["lecture-scaled_dot"], fast=True, progress=False, log=None)
     fast_notice = pretrain_module.training_notice(names, fast=True)
     assert "train 1 model(s) in fast mode (lecture-bahdanau)" in fast_notice and "pretrain --fast" in fast_notice
     pretrain_module.pretrain(names, fast=True, progress=False, log=None)

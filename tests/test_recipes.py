@@ -12,7 +12,7 @@ from course_utils.train import TrainConfig
 
 
 def test_recipes_cover_every_attention_type_and_build_models(tiny_course_data):
-    for name in ["lecture-none", "lecture-bahdanau", "lecture-dot", "lecture-general", "lecture-concat",
+    for name in ["lecture-none", "lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat",
                  "full-bahdanau"]:
         recipe = recipes.get_recipe(name)
         model = Seq2Seq(recipe.model_config(tiny_course_data.src_vocab, tiny_course_data.tgt_vocab))
@@ -27,31 +27,32 @@ def test_load_or_train_trains_once_in_fast_mode_then_loads_from_the_cache(tiny_c
                                                                           monkeypatch, capsys):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv(FAST_ENV, "1")
-    small = recipes.RECIPES["lecture-general"].with_model(embedding_size=8, hidden_size=16)
-    monkeypatch.setitem(recipes.RECIPES, "lecture-general", small)
-    first = recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False)
-    path = tmp_path / "models" / "lecture-general-fast.pt"
+    small = recipes.RECIPES["lecture-scaled_general"].with_model(embedding_size=8, hidden_size=16)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-scaled_general", small)
+    first = recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False)
+    path = tmp_path / "models" / "lecture-scaled_general-fast.pt"
     assert path.exists() and first.fast and first.history.epochs == 1
     assert "cached at" in capsys.readouterr().out
-    second = recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False)
+    second = recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False)
     assert "Loaded" in capsys.readouterr().out
     for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
         torch.testing.assert_close(a, b)
     monkeypatch.setenv(FAST_ENV, "0")
-    assert recipes.model_path("lecture-general") == tmp_path / "models" / "lecture-general.pt"  # never the -fast one
+    # never the -fast one
+    assert recipes.model_path("lecture-scaled_general") == tmp_path / "models" / "lecture-scaled_general.pt"
 
 
 def test_load_or_train_refuses_a_cached_model_of_another_configuration(tiny_course_data, tmp_path, monkeypatch):
     # A recipe edited after its model was cached must not silently reuse the old model.
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv(FAST_ENV, "1")
-    small = recipes.RECIPES["lecture-general"].with_model(embedding_size=8, hidden_size=16)
-    monkeypatch.setitem(recipes.RECIPES, "lecture-general", small)
-    recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False, verbose=False)
-    monkeypatch.setitem(recipes.RECIPES, "lecture-general", small.with_model(hidden_size=24))
+    small = recipes.RECIPES["lecture-scaled_general"].with_model(embedding_size=8, hidden_size=16)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-scaled_general", small)
+    recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False, verbose=False)
+    monkeypatch.setitem(recipes.RECIPES, "lecture-scaled_general", small.with_model(hidden_size=24))
     with pytest.raises(CheckpointError, match=r"(?s)hidden_size: checkpoint has 16, expected 24.*retrain=True"):
-        recipes.load_or_train("lecture-general", data=tiny_course_data, progress=False, verbose=False)
-    retrained = recipes.load_or_train("lecture-general", data=tiny_course_data, retrain=True, progress=False,
+        recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False, verbose=False)
+    retrained = recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, retrain=True, progress=False,
                                     verbose=False)
     assert retrained.model_config.hidden_size == 24
 
@@ -70,10 +71,11 @@ def test_every_config_field_is_a_recipe_setting():
 
 
 def test_a_recipe_template_has_no_vocabulary_sizes_and_cannot_build_a_model(tiny_course_data):
-    template = recipes.get_recipe("lecture-general").model
+    template = recipes.get_recipe("lecture-scaled_general").model
     assert template.src_vocab_size is None
     with pytest.raises(ValueError, match="recipe.model_config"):
         Seq2Seq(template)
-    config = recipes.get_recipe("lecture-general").model_config(tiny_course_data.src_vocab, tiny_course_data.tgt_vocab)
+    recipe = recipes.get_recipe("lecture-scaled_general")
+    config = recipe.model_config(tiny_course_data.src_vocab, tiny_course_data.tgt_vocab)
     assert config.src_vocab_size == len(tiny_course_data.src_vocab)
 

@@ -147,7 +147,7 @@ def test_inputs_on_another_device_raise_a_clear_error():
 
 
 def test_config_errors_name_the_fix():
-    with pytest.raises(ValueError, match="none, bahdanau, dot, general, concat, scaled_dot, location"):
+    with pytest.raises(ValueError, match="none, bahdanau, dot, general, concat, scaled_dot, scaled_general, location"):
         ModelConfig(10, 10, attention="luong")
     with pytest.raises(ValueError, match="input_feeding=False"):
         ModelConfig(10, 10, attention="bahdanau", input_feeding=True)

@@ -1,0 +1,187 @@
+"""Tests for the decoders' fast paths and for the absence of host synchronisation in the training forward.
+
+Fast paths (teacher_forcing_ratio == 1.0): BahdanauDecoder.forward runs its output layer once over all T steps
+after the step loop, LuongDecoder.forward runs the GRU and the attention once over all steps. Both must equal the
+plain step loop `decode_steps` (log-probs, attention weights, final state, and every gradient) for any batch size,
+source length and target length, padding included.
+
+No host sync: a GPU runs kernels asynchronously; reading a value back to Python (.item(), `if tensor`, .tolist(),
+.cpu()) makes the host wait for the device, once per decoder step if it happens in the loop. On the meta device
+tensors have shapes but no values, so every such read raises: running the decoders there catches them on any
+machine. With CUDA, the same forward also runs under torch.cuda.set_sync_debug_mode("error").
+"""
+import pytest
+import torch
+from torch.testing import assert_close
+
+from course_utils.attention import masked_softmax
+from course_utils.data import SOS_ID
+from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
+
+E, H, V = 6, 8, 13
+FAST = {  # the decoders with a fast path
+    "bahdanau": lambda key_size, dropout: BahdanauDecoder(E, H, key_size, V, dropout=dropout),
+    "general": lambda key_size, dropout: LuongDecoder(E, H, key_size, V, score="general", dropout=dropout),
+}
+ALL = {
+    **FAST,
+    "concat": lambda key_size, dropout: LuongDecoder(E, H, key_size, V, score="concat", dropout=dropout),
+    "none": lambda key_size, dropout: DecoderRNN(E, H, V, dropout=dropout, key_size=key_size),
+    "location": lambda key_size, dropout: AttnDecoderRNN(H, V, dropout=dropout, max_length=9, key_size=key_size),
+    "general+feeding": lambda key_size, dropout: LuongDecoder(E, H, key_size, V, dropout=dropout,
+                                                              input_feeding=True),
+}
+# (B, S, T, source lengths): one sentence, a one-word source, a one-step target, padding in several rows
+SHAPES = [
+    (1, 1, 1, [1]),
+    (1, 4, 5, [4]),
+    (3, 1, 4, [1, 1, 1]),
+    (2, 6, 1, [6, 2]),
+    (4, 7, 6, [7, 1, 3, 5]),
+    (5, 3, 9, [2, 3, 1, 3, 2]),
+]
+
+
+def build(kind, key_size=H, dropout=0.1, train=False, seed=0):
+    """Eval mode (dropout off) by default: the fast path draws its dropout masks in another order than the loop."""
+    torch.manual_seed(seed)
+    return ALL[kind](key_size, dropout).train(train)
+
+
+def make_inputs(B, S, T, lengths, key_size=H, seed=0, device="cpu"):
+    """keys (B, S, K) zero on pads, mask (B, S), encoder_final (B, H), tgt_in (B, T) starting with SOS."""
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.arange(S).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)  # (B, S)
+    keys = torch.randn(B, S, key_size, generator=generator) * mask.unsqueeze(-1)  # (B, S, K)
+    encoder_final = torch.randn(B, H, generator=generator).tanh()  # (B, H)
+    tgt_in = torch.randint(4, V, (B, T), generator=generator)  # (B, T)
+    tgt_in[:, 0] = SOS_ID
+    return [x.to(device) for x in (keys, mask, encoder_final, tgt_in)]
+
+
+def run(decoder, keys, mask, encoder_final, tgt_in, plain):
+    """Forward (the fast path) or decode_steps (the plain loop), then backward of a loss that reads every output.
+
+    Returns the outputs and the gradients of every parameter and of the inputs keys and encoder_final."""
+    keys = keys.detach().clone().requires_grad_()
+    encoder_final = encoder_final.detach().clone().requires_grad_()
+    decoder.zero_grad(set_to_none=True)
+    memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+    out = (decoder.decode_steps if plain else decoder)(tgt_in, state, memory)
+    generator = torch.Generator().manual_seed(1)  # fixed random weights, so no output can cancel out in the sum
+    loss = (out.log_probs * torch.randn(out.log_probs.shape, generator=generator)).sum()
+    loss = loss + (out.weights * torch.randn(out.weights.shape, generator=generator)).sum()
+    loss = loss + (out.state.hidden * torch.randn(out.state.hidden.shape, generator=generator)).sum()
+    loss.backward()
+    grads = {name: p.grad for name, p in decoder.named_parameters()}
+    grads.update(keys=keys.grad, encoder_final=encoder_final.grad)
+    return out, grads
+
+
+def count_calls(module):
+    calls = []
+    module.register_forward_hook(lambda *args: calls.append(1))
+    return calls
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["eval", "train-no-dropout"])
+@pytest.mark.parametrize("key_size", [H, 2 * H])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}-S{}-T{}".format(*s[:3]))
+@pytest.mark.parametrize("kind", list(FAST))
+def test_fast_path_equals_the_step_loop_with_gradients(kind, shape, key_size, train):
+    B, S, T, lengths = shape
+    decoder = build(kind, key_size, dropout=0.0 if train else 0.1, train=train)
+    inputs = make_inputs(B, S, T, lengths, key_size)
+    fast, fast_grads = run(decoder, *inputs, plain=False)
+    plain, plain_grads = run(decoder, *inputs, plain=True)
+    assert fast.log_probs.shape == (B, T, V) and fast.weights.shape == (B, T, S)
+    assert_close(fast.log_probs, plain.log_probs)
+    assert_close(fast.weights, plain.weights)
+    assert_close(fast.state.hidden, plain.state.hidden)
+    assert (fast.weights[~inputs[1].unsqueeze(1).expand(B, T, S)] == 0).all()  # exactly zero on padding
+    assert fast_grads.keys() == plain_grads.keys()
+    for name, grad in plain_grads.items():
+        assert grad is not None, name
+        assert_close(fast_grads[name], grad, msg=lambda m, name=name: f"gradient of {name}: {m}")
+
+
+def test_bahdanau_fast_path_runs_the_output_layer_once_and_the_loop_once_per_step():
+    decoder = build("bahdanau")
+    keys, mask, encoder_final, tgt_in = make_inputs(4, 7, 6, [7, 1, 3, 5])
+    memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+    out_calls, gru_calls = count_calls(decoder.out), count_calls(decoder.gru)
+    decoder(tgt_in, state, memory)
+    assert (len(out_calls), len(gru_calls)) == (1, 6)  # output layer once over (B, T, H); the recurrence per step
+    decoder.decode_steps(tgt_in, state, memory)
+    assert (len(out_calls), len(gru_calls)) == (1 + 6, 6 + 6)  # the plain loop: both once per step
+    decoder(tgt_in, state, memory, teacher_forcing_ratio=0.5)  # sampling needs each step's argmax: the loop
+    assert len(out_calls) == 1 + 6 + 6
+
+
+def test_bahdanau_fast_path_in_train_mode_uses_dropout_like_the_loop():
+    """With dropout on, fast path and loop draw different masks, but both drop: train-mode outputs differ from
+    eval mode, and the fast path's mean log-likelihood stays close to the loop's."""
+    decoder = build("bahdanau", dropout=0.5, train=True)
+    keys, mask, encoder_final, tgt_in = make_inputs(64, 7, 6, [7, 1, 3, 5] * 16)
+    memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+    torch.manual_seed(0)
+    fast = decoder(tgt_in, state, memory).log_probs
+    plain = decoder.decode_steps(tgt_in, state, memory).log_probs
+    decoder.eval()
+    clean = decoder(tgt_in, state, memory).log_probs
+    assert not torch.allclose(fast, clean) and not torch.allclose(plain, clean)
+    assert abs(fast.mean() - plain.mean()) < 0.1 * abs(clean.mean())
+
+
+# ---------------------------------------------------------------- no host synchronisation
+
+def test_the_meta_device_catches_host_reads():
+    """The instrument itself: on the meta device, every way of reading a value back to Python raises."""
+    x = torch.ones(3, device="meta")
+    for read in (lambda: x.sum().item(), lambda: bool(x.any()), lambda: x.tolist(), lambda: x.cpu(),
+                 lambda: float(x[0]), lambda: x.any().all().numpy()):
+        with pytest.raises((RuntimeError, NotImplementedError, TypeError)):
+            read()
+
+
+def forbidden_read(self, *args, **kwargs):
+    raise AssertionError("a tensor's value was read back to Python in the training forward")
+
+
+@pytest.mark.parametrize("ratio", [1.0, 0.5, 0.0])
+@pytest.mark.parametrize("kind", list(ALL))
+def test_training_forward_and_backward_read_no_value_back_to_the_host(kind, ratio, monkeypatch):
+    decoder = build(kind, key_size=2 * H, train=True).to("meta")
+    keys, mask, encoder_final, tgt_in = make_inputs(4, 7, 6, [7, 1, 3, 5], key_size=2 * H, device="meta")
+    encoder_final.requires_grad_()
+    memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+    with monkeypatch.context() as patch:
+        for name in ("item", "__bool__", "tolist", "numpy", "__float__", "__int__", "__index__"):
+            patch.setattr(torch.Tensor, name, forbidden_read)  # CPU tensors too, e.g. a coin read with .item()
+        out = decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)  # meta: raises on any read anyway
+        out.log_probs.sum().backward()
+    assert out.log_probs.shape == (4, 6, V) and encoder_final.grad.shape == encoder_final.shape
+
+
+def test_masked_softmax_reads_no_value_back_off_the_cpu():
+    scores, mask = torch.randn(2, 4, 3, device="meta"), torch.ones(2, 3, dtype=torch.bool, device="meta")
+    assert masked_softmax(scores, mask).shape == (2, 4, 3)
+    with pytest.raises(ValueError, match="at least one True"):  # on the CPU the all-padding row is still caught
+        masked_softmax(torch.randn(2, 3), torch.tensor([[True, False, False], [False, False, False]]))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA; the meta-device tests above run everywhere")
+@pytest.mark.parametrize("ratio", [1.0, 0.5])
+@pytest.mark.parametrize("kind", ["bahdanau", "general", "general+feeding"])
+def test_cuda_training_forward_does_not_synchronise(kind, ratio):
+    decoder = build(kind, train=True).cuda()
+    keys, mask, encoder_final, tgt_in = make_inputs(4, 7, 6, [7, 1, 3, 5], device="cuda")
+    memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+    decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)  # warm-up (cuDNN and allocator set-up)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out = decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert out.log_probs.shape == (4, 6, V)
