@@ -127,25 +127,30 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     for name in args.recipes:
         get_recipe(name)  # unknown names fail before any training
-    jobs = [(name, seed, args.device) for name in args.recipes for seed in args.seeds]
+    # seed-major: a sweep cut short still has the first seeds of every recipe
+    jobs = [(name, seed, args.device) for seed in args.seeds for name in args.recipes]
     print(f"{len(jobs)} runs ({len(args.recipes)} recipes x {len(args.seeds)} seeds) on {args.device}", flush=True)
-    records = []
+    records: list[dict] = []
+    order = {(name, seed): index for index, (name, seed) in enumerate(
+        (name, seed) for name in args.recipes for seed in args.seeds)}  # the file lists recipe by recipe
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+
+    def keep(record: dict) -> None:  # the file is rewritten after every run: an interrupted sweep keeps its results
+        records.append(record)
+        records.sort(key=lambda r: order[r["recipe"], r["seed"]])
+        args.output.write_text(json.dumps(records, indent=1) + "\n")
+        print(f"  {record['recipe']} seed {record['seed']}: test BLEU {record['test_bleu']}", flush=True)
+
     if args.workers > 1:
         import multiprocessing
 
         with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
             for record in pool.imap_unordered(_worker, jobs):
-                records.append(record)
-                print(f"  {record['recipe']} seed {record['seed']}: test BLEU {record['test_bleu']}", flush=True)
+                keep(record)
     else:
         data = load_course_data(verbose=False)
         for name, seed, device in jobs:
-            records.append(run_one(name, seed, device, data))
-            print(f"  {name} seed {seed}: test BLEU {records[-1]['test_bleu']}", flush=True)
-    order = {job[:2]: index for index, job in enumerate(jobs)}
-    records.sort(key=lambda record: order[record["recipe"], record["seed"]])
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(records, indent=1) + "\n")
+            keep(run_one(name, seed, device, data))
     print(summary(records))
     print(f"written to {args.output}")
     return 0
