@@ -73,6 +73,14 @@ def add_data_parser(commands: argparse._SubParsersAction) -> None:
 
 
 # -------------------------------------------------------------------------------------------------------- train
+def _use_cpu_threads() -> None:
+    """runtime.set_threads() for a training command, and one line saying how many threads and how to fix them."""
+    from course_utils.runtime import THREADS_ENV, set_threads
+
+    threads = set_threads()
+    print(f"CPU threads: {threads} (the idle cores; {THREADS_ENV}=N fixes the count, and with it the exact losses)")
+
+
 def _attention_choices() -> tuple[str, ...]:
     """The attention kinds a lecture recipe can be trained with: seq2seq.ATTENTION_KINDS without the 2017 exhibit."""
     from course_utils.seq2seq import ATTENTION_KINDS
@@ -129,10 +137,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from course_utils.checkpoints import CheckpointError, check_writable, save_checkpoint_or_fallback
     from course_utils.corpus import data_dir
-    from course_utils.decode import translate_batch
     from course_utils.evaluate import evaluate
     from course_utils.recipes import FAST_EVAL_PAIRS, FAST_OVERRIDES, train_recipe
     from course_utils.runtime import fast_mode
+    from course_utils.translate import translate_batch
 
     try:
         recipe = _recipe_from_args(args, args.attention)
@@ -142,6 +150,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if problem:
         return _error(problem, 2)
     fast = args.fast or fast_mode()
+    _use_cpu_threads()
     default_output = data_dir() / "models" / f"cli-{recipe.name}{'-fast' if fast else ''}.pt"
     output = Path(args.output) if args.output else default_output
     try:
@@ -224,30 +233,11 @@ def _error(message: str, status: int = 1) -> int:
     return status
 
 
-def _translate_stdin(trained, args: argparse.Namespace) -> int:
-    """One translation per input line, in order; bad lines give an empty output line and a warning on stderr.
-
-    The steps live in course_utils.batch_translate: read bytes, check each line, translate in batches (a failing
-    batch is retried line by line), write.
-    """
-    from course_utils import batch_translate
-
-    def warn(message: str) -> None:
-        print(f"warning: {message}", file=sys.stderr)
-
-    raw_lines = batch_translate.read_lines(getattr(sys.stdin, "buffer", sys.stdin))
-    lines = batch_translate.check_lines(raw_lines, trained.src_vocab, warn)
-    outputs = batch_translate.translate_lines(trained.model, trained.src_vocab, trained.tgt_vocab, lines,
-                                              beam_width=args.beam, batch_size=args.batch_size, warn=warn)
-    batch_translate.write_lines(outputs, sys.stdout)
-    return 0
-
-
 def cmd_translate(args: argparse.Namespace) -> int:
     """Translate the sentence argument, or every line of standard input."""
     from course_utils.checkpoints import CheckpointError, load_checkpoint
-    from course_utils.decode import attention_table, prepare_source, source_warnings, translate
     from course_utils.runtime import resolve_device
+    from course_utils.translate import attention_table, prepare_source, source_warnings, translate
 
     if args.beam < 1:  # every option is checked before the checkpoint is loaded or any input is read
         return _error(f"--beam must be at least 1, got {args.beam}", 2)
@@ -262,11 +252,14 @@ def cmd_translate(args: argparse.Namespace) -> int:
     except CheckpointError as error:
         return _error(str(error))
     if args.sentence is None:
-        return _translate_stdin(trained, args)
+        from course_utils.batch_translate import translate_stream
+
+        return translate_stream(trained, sys.stdin, sys.stdout, beam_width=args.beam, batch_size=args.batch_size,
+                                replace_unknown=args.replace_unk)
     try:
         words, _, unknown = prepare_source(trained.src_vocab, args.sentence)
         translation = translate(trained.model, trained.src_vocab, trained.tgt_vocab, args.sentence,
-                                beam_width=args.beam)
+                                beam_width=args.beam, replace_unknown=args.replace_unk)
     except ValueError as error:
         return _error(str(error))
     for message in source_warnings(words, unknown):
@@ -286,6 +279,8 @@ def add_translate_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--checkpoint", required=True, help="a checkpoint written by `train`")
     parser.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy)")
     parser.add_argument("--show-attention", action="store_true", help="print the attention matrix as text")
+    parser.add_argument("--replace-unk", action="store_true",
+                        help="replace each output <unk> by the source word it attends to most (notebook 07)")
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch when reading stdin")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     parser.set_defaults(func=cmd_translate)
@@ -314,6 +309,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if problem:
         return _error(problem)
     fast = args.fast or fast_mode()
+    _use_cpu_threads()
     test_pairs = course.splits.test[:FAST_EVAL_PAIRS] if fast else course.splits.test
     rows, histories = [], {}
     attentions = args.attention or [recipe.model.attention for name, recipe in RECIPES.items()

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, NamedTuple
 
-from course_utils.decode import clip_text, prepare_source, source_warnings, translate_batch
+from course_utils.translate import clip_text, prepare_source, source_warnings, translate_batch
 
 Warn = Callable[[str], None]
 
@@ -88,8 +88,10 @@ def check_lines(raw_lines: Sequence[bytes], src_vocab, warn: Warn) -> list[Sourc
 
 
 def translate_lines(model, src_vocab, tgt_vocab, lines: Sequence[SourceLine], beam_width: int = 1,
-                    batch_size: int = 64, warn: Warn = _warn_on_stderr) -> list[str]:
+                    batch_size: int = 64, warn: Warn = _warn_on_stderr, replace_unknown: bool = False) -> list[str]:
     """One output string per SourceLine, in order ("" for lines without text or whose translation failed).
+
+    replace_unknown: each output <unk> becomes the source word it attends to most (`translate.replace_unknown_words`).
 
     Lines of similar length are translated together, `batch_size` at a time. When a batch fails (ValueError or
     RuntimeError, e.g. one sentence longer than the location-attention model's positions), its lines are
@@ -105,18 +107,21 @@ def translate_lines(model, src_vocab, tgt_vocab, lines: Sequence[SourceLine], be
         chunk = todo[start:start + batch_size]
         try:
             results = translate_batch(model, src_vocab, tgt_vocab, [lines[i].text for i in chunk],
-                                      beam_width=beam_width, batch_size=len(chunk))
+                                      beam_width=beam_width, batch_size=len(chunk), replace_unknown=replace_unknown)
         except (ValueError, RuntimeError):
-            results = [_translate_one(model, src_vocab, tgt_vocab, lines[i], beam_width, warn) for i in chunk]
+            results = [_translate_one(model, src_vocab, tgt_vocab, lines[i], beam_width, warn, replace_unknown)
+                       for i in chunk]
         for index, result in zip(chunk, results):
             outputs[index] = "" if result is None else result.text
     return outputs
 
 
-def _translate_one(model, src_vocab, tgt_vocab, line: SourceLine, beam_width: int, warn: Warn):
+def _translate_one(model, src_vocab, tgt_vocab, line: SourceLine, beam_width: int, warn: Warn,
+                   replace_unknown: bool = False):
     """The fallback: one line alone; None (and a warning naming the line) when even that fails."""
     try:
-        return translate_batch(model, src_vocab, tgt_vocab, [line.text], beam_width=beam_width, batch_size=1)[0]
+        return translate_batch(model, src_vocab, tgt_vocab, [line.text], beam_width=beam_width, batch_size=1,
+                               replace_unknown=replace_unknown)[0]
     except (ValueError, RuntimeError) as error:
         warn(f"line {line.number}: {clip_text(str(error), 300)}; wrote an empty line")
         return None
@@ -126,3 +131,15 @@ def write_lines(outputs: Sequence[str], stream: IO) -> None:
     """Write one line per output (newline-terminated) and flush. Used by the package, not a notebook."""
     stream.write("".join(output + "\n" for output in outputs))
     stream.flush()
+
+
+def translate_stream(trained, stdin: IO, stdout: IO, beam_width: int = 1, batch_size: int = 64,
+                     replace_unknown: bool = False) -> int:
+    """The four steps in order: read `stdin` (bytes where it has them), check each line, translate, write one line
+    per input line to `stdout`; warnings go to stderr. `trained` is a checkpoints.TrainedModel. Returns 0 (bad lines
+    cost only their own line). Used by the package, not a notebook."""
+    lines = check_lines(read_lines(getattr(stdin, "buffer", stdin)), trained.src_vocab, _warn_on_stderr)
+    outputs = translate_lines(trained.model, trained.src_vocab, trained.tgt_vocab, lines, beam_width=beam_width,
+                              batch_size=batch_size, warn=_warn_on_stderr, replace_unknown=replace_unknown)
+    write_lines(outputs, stdout)
+    return 0

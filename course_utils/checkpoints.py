@@ -22,10 +22,10 @@ from pathlib import Path
 
 import torch
 
-from course_utils.decode import translate
 from course_utils.runtime import resolve_device
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
+from course_utils.translate import translate
 from course_utils.vocab import Vocab
 
 CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
@@ -53,7 +53,7 @@ class TrainedModel:
     fast: bool = False  # trained in fast mode (COURSE_FAST=1): a smoke-test model, not a real one
 
     def translate(self, sentence: str, beam_width: int = 1):
-        """decode.translate with this model's vocabularies."""
+        """translate.translate with this model's vocabularies."""
         return translate(self.model, self.src_vocab, self.tgt_vocab, sentence, beam_width=beam_width)
 
 

@@ -1,4 +1,4 @@
-"""Decoding: turn a trained `Seq2Seq` into translations (greedy and beam search), and score a given output.
+"""Decoding algorithms: a trained `Seq2Seq` into output ids (greedy, sampling, beam search); scoring a given output.
 
 Every decoder of the course shares one step interface (`course_utils.decoder`):
 
@@ -8,28 +8,28 @@ Every decoder of the course shares one step interface (`course_utils.decoder`):
 so the functions below work for every attention variant, and for the model without attention.
 
     greedy_decode   batched argmax decoding that stops at EOS; length cap derived from each source length
+    sample_decode   batched random sampling with a temperature and an optional top-k cut; seeded by a Generator
     beam_search     one sentence, width k, length-normalised scores; returns every hypothesis, best first
     force_decode    teacher-forced pass over a given output: the distribution at every step (for the explorer)
-    translate       raw text in, `Translation` out (normalised, unknown words reported)
-    translate_batch many sentences at once, batched greedy (or beam search per sentence)
 
-Attention matrices are `(T, S)`: one row per output token (the EOS step included), one column per source
-token (the source EOS included), so `source_tokens` and `output_tokens` of a `Translation` label them exactly.
+Text in, text out (normalising, unknown words, `Translation`, `translate`) lives in `course_utils.translate`.
+Attention matrices are `(T, S)` per sentence: one row per output token (the EOS step included), one column per
+source token (the source EOS included).
 
-Introduced in notebook 05 (decoding) and used in notebook 06 (attention explorer).
+Introduced in notebook 05 (greedy decoding), 06 (beam search, forced decoding) and 07 (sampling, beam search
+taken apart).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from course_utils.data import normalize_string
 from course_utils.runtime import eval_mode
-from course_utils.vocab import EOS_ID, EOS_TOKEN, PAD_ID, SOS_ID, UNK_ID
+from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
 # Default output length cap: a translation may be at most `LENGTH_RATIO * source length + LENGTH_MARGIN` tokens
 # (EOS included). French->English sentences of the course are about as long as their sources, so this never cuts a
@@ -46,7 +46,7 @@ def default_max_lengths(src_lengths: Tensor) -> Tensor:
     Returns:
         (B,) long tensor: the most tokens (EOS included) decoding may produce for each sentence.
 
-    Introduced in notebook 05.
+    Introduced in notebook 07 (the length cap of every decoder; greedy decoding of notebook 05 applies it).
     """
     return (src_lengths.float() * LENGTH_RATIO).ceil().long() + LENGTH_MARGIN  # (B,)
 
@@ -66,8 +66,8 @@ def _check_source_fits(model, source_length: int) -> None:
 def forbid_special_tokens(log_probs: Tensor) -> Tensor:
     """Forbid the tokens no translation may contain: PAD and SOS are never targets. log_probs (..., V) -> (..., V).
 
-    Greedy and beam search pick from this; the explorer ranks its next-token candidates with it. Introduced in
-    notebook 05.
+    Greedy, sampling and beam search pick from this; the explorer ranks its next-token candidates with it.
+    Introduced in notebook 07 (dissected there; notebook 05's greedy decoding relies on it).
     """
     return log_probs.index_fill(-1, torch.tensor([PAD_ID, SOS_ID], device=log_probs.device), -math.inf)  # (B, V)
 
@@ -81,7 +81,7 @@ def _step_weights(weights: Tensor | None, source_length: int) -> Tensor | None:
 
 # ----------------------------------------------------------------------------------------------------- greedy
 class GreedyOutput(NamedTuple):
-    """Result of `greedy_decode`.
+    """Result of `greedy_decode` and `sample_decode`.
 
     tokens:    (B, T) long, output ids; EOS included where produced, PAD after it.
     lengths:   (B,) long, tokens per row (EOS included when produced).
@@ -115,6 +115,48 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | Non
 
     Introduced in notebook 05.
     """
+    return _decode_loop(model, src, src_lengths, max_length, lambda log_probs: log_probs.argmax(dim=-1))
+
+
+@torch.no_grad()
+def sample_decode(model, src: Tensor, src_lengths: Tensor, temperature: float = 1.0, top_k: int | None = None,
+                  generator: torch.Generator | None = None, max_length: int | None = None) -> GreedyOutput:
+    """Batched random sampling: at every step draw the next token from softmax(log_probs / temperature), cut to
+    the `top_k` most probable tokens when given; feed it back; stop each row at EOS.
+
+    temperature < 1 sharpens the distribution (towards greedy; 0 is exactly greedy), > 1 flattens it; top_k=1 is
+    greedy decoding. PAD and SOS are never drawn. `log_prob` is the MODEL's log-probability of the drawn tokens
+    (not the tempered one), so it is comparable with greedy's. Draws come from `generator` (a seeded
+    `torch.Generator` on the model's device makes a batch reproducible), else from torch's global random state.
+
+    Args:
+        model, src, src_lengths, max_length: as for `greedy_decode`.
+        temperature: >= 0.
+        top_k: None (the whole vocabulary) or k >= 1.
+        generator: the random source.
+    Returns:
+        GreedyOutput(tokens (B, T), lengths (B,), attention (B, T, S) or None, log_prob (B,)).
+
+    Introduced in notebook 07.
+    """
+    if temperature < 0 or (top_k is not None and top_k < 1):
+        raise ValueError(f"temperature must be >= 0 and top_k None or >= 1, got {temperature} and {top_k}")
+
+    def draw(log_probs: Tensor) -> Tensor:  # (B, V) with PAD and SOS at -inf -> (B,)
+        if temperature == 0:
+            return log_probs.argmax(dim=-1)
+        scaled = log_probs / temperature  # (B, V)
+        if top_k is not None and top_k < scaled.size(-1):
+            kth_best = scaled.topk(top_k, dim=-1).values[:, -1:]  # (B, 1)
+            scaled = scaled.masked_fill(scaled < kth_best, -math.inf)  # only the k best stay possible
+        return torch.multinomial(scaled.softmax(dim=-1), 1, generator=generator).squeeze(1)  # (B,)
+
+    return _decode_loop(model, src, src_lengths, max_length, draw)
+
+
+def _decode_loop(model, src: Tensor, src_lengths: Tensor, max_length: int | None,
+                 choose: Callable[[Tensor], Tensor]) -> GreedyOutput:
+    """The batched loop of greedy and sampling: `choose(log_probs (B, V)) -> next tokens (B,)` at every step."""
     if src.dim() != 2:
         raise ValueError(f"src must be (B, S) ids, got shape {tuple(src.shape)}; add a batch dimension with "
                          "src.unsqueeze(0)")
@@ -135,9 +177,11 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | Non
         tokens, weights = [], []
         for _ in range(int(caps.max())):
             step = model.decoder.step(prev_tokens, state, memory)
-            best_log_probs, next_tokens = forbid_special_tokens(step.log_probs).max(dim=-1)  # (B,), (B,)
+            log_probs = forbid_special_tokens(step.log_probs)  # (B, V)
+            next_tokens = choose(log_probs)  # (B,)
+            chosen_log_probs = log_probs.gather(1, next_tokens.unsqueeze(1)).squeeze(1)  # (B,)
             next_tokens = next_tokens.masked_fill(finished, PAD_ID)  # (B,) rows that ended keep emitting PAD
-            log_prob += best_log_probs.masked_fill(finished, 0.0)
+            log_prob += chosen_log_probs.masked_fill(finished, 0.0)
             step_weights = _step_weights(step.weights, source_length)
             if step_weights is not None:
                 weights.append(step_weights.masked_fill(finished.unsqueeze(1), 0.0))  # (B, S)
@@ -302,187 +346,3 @@ def force_decode(model, src_ids: Tensor, output_ids: Tensor) -> ForcedDecode:
     if output.attention is not None:
         attention = output.attention[0, :, :src_ids.size(0)].cpu()  # (T, S)
     return ForcedDecode(output.log_probs[0].cpu(), attention)  # (T, V)
-
-
-# ---------------------------------------------------------------------------------------------------- translate
-class Translation(NamedTuple):
-    """One translated sentence, ready to print or plot.
-
-    source_tokens: the normalised source words plus "<eos>" (unknown words kept as typed; the model saw "<unk>").
-    output_tokens: the output words, ending with "<eos>" when the model produced it.
-    attention:     (T, S) with T = len(output_tokens), S = len(source_tokens); None without attention.
-    score:         log-probability of the output (greedy) or the hypothesis' length-normalised score (beam).
-    unknown_words: source words missing from the vocabulary (they were fed as "<unk>").
-
-    Introduced in notebook 06.
-    """
-
-    source_tokens: list[str]
-    output_tokens: list[str]
-    attention: Tensor | None
-    score: float
-    unknown_words: list[str]
-
-    @property
-    def text(self) -> str:
-        """The output words joined by spaces, without "<eos>"."""
-        return " ".join(token for token in self.output_tokens if token != EOS_TOKEN)
-
-
-def prepare_source(src_vocab, sentence: str) -> tuple[list[str], list[int], list[str]]:
-    """Normalise a raw sentence and turn it into ids; refuse input the model cannot translate.
-
-    Args:
-        src_vocab: the source `Vocab`.
-        sentence: raw text, e.g. "Je suis très fatigué."
-    Returns:
-        (words, ids with EOS appended, unknown words).
-    Raises:
-        ValueError: the sentence is empty after normalisation, or every word is unknown.
-
-    Introduced in notebook 06.
-    """
-    if not isinstance(sentence, str):
-        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
-    normalised = normalize_string(sentence)
-    words = normalised.split()
-    if not words:
-        raise ValueError(f"nothing to translate in {clip_text(repr(sentence))}: it is empty after normalisation; "
-                         "type a sentence such as 'je suis fatigue .'")
-    ids = src_vocab.encode(normalised, add_eos=True)
-    unknown = [word for word, index in zip(words, ids) if index == UNK_ID]
-    if len(unknown) == len(words):  # the words are named once, clipped: a 10,000-letter token stays one line
-        raise ValueError(f"every word is unknown to this model's vocabulary ({clip_text(', '.join(unknown))}); "
-                         "the model was trained on French sentences such as 'je suis fatigue .'; check the "
-                         "language direction and spelling")
-    return words, ids, unknown
-
-
-def clip_text(text: str, limit: int = 60) -> str:
-    """`text` cut to at most `limit` characters, with the total length said when cut (for error messages).
-
-    Used by the package, not a notebook.
-    """
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text):,} characters)"
-
-
-def source_warnings(words: Sequence[str], unknown: Sequence[str]) -> list[str]:
-    """What to tell the user about a translatable source (words and unknown words from `prepare_source`).
-
-    Unknown words (clipped: a pasted 10,000-letter token is named once, briefly) and a source with no word at
-    all, only punctuation, which the model translates into a guess. Used by the package, not a notebook.
-    """
-    warnings = []
-    if unknown:
-        warnings.append(f"unknown words fed as <unk>: {clip_text(', '.join(unknown))}")
-    if not any(character.isalpha() for word in words for character in word):
-        warnings.append(f"only punctuation ({clip_text(' '.join(words))}), no word to translate; the output is "
-                        "a guess")
-    return warnings
-
-
-def _to_translation(words, unknown, tgt_vocab, output_ids: list[int], attention: Tensor | None,
-                    score: float) -> Translation:
-    output_tokens = [tgt_vocab.index2word[i] for i in output_ids]
-    return Translation(words + [EOS_TOKEN], output_tokens, attention, score, unknown)
-
-
-def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1,
-              max_length: int | None = None) -> Translation:
-    """Translate one raw sentence (normalised like the corpus first).
-
-    Args:
-        model: a trained `Seq2Seq`.
-        src_vocab, tgt_vocab: the vocabularies the model was trained with.
-        sentence: raw text, any length.
-        beam_width: 1 = greedy decoding, k > 1 = beam search (best hypothesis).
-        max_length: output cap (EOS included); None derives it from the source length.
-    Returns:
-        Translation(source_tokens, output_tokens, attention (T, S) or None, score, unknown_words).
-    Raises:
-        ValueError: empty or only-unknown input (message names the words).
-
-    Introduced in notebook 06.
-    """
-    return translate_batch(model, src_vocab, tgt_vocab, [sentence], beam_width=beam_width,
-                           max_length=max_length)[0]
-
-
-@torch.no_grad()
-def translate_forced(model, src_vocab, tgt_vocab, sentence: str, output: str) -> Translation:
-    """A given output (a reference, or any sentence typed by hand) force-decoded as a Translation.
-
-    Both sides are normalised like the corpus; `output` gets EOS appended, unknown target words become <unk>.
-    The Translation's attention (T, S) is where the model looks while it is made to produce `output`, and its
-    score is log P(output | sentence). Viz functions draw it like any other translation. Introduced in notebook 06.
-    """
-    words, src_ids, unknown = prepare_source(src_vocab, sentence)
-    output_ids = tgt_vocab.encode(normalize_string(output), add_eos=True)
-    if len(output_ids) == 1:
-        raise ValueError(f"the output {output!r} is empty after normalisation; pass the sentence to force-decode")
-    forced = force_decode(model, torch.tensor(src_ids), torch.tensor(output_ids))  # log_probs (T, V)
-    log_prob = forced.log_probs.gather(1, torch.tensor(output_ids).unsqueeze(1)).sum()  # log P(output | source)
-    return _to_translation(words, unknown, tgt_vocab, output_ids, forced.attention, float(log_prob))
-
-
-def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_width: int = 1,
-                    batch_size: int = 64, max_length: int | None = None) -> list[Translation]:
-    """Translate many raw sentences; greedy decoding runs in batches of similar length, results keep input order.
-
-    Args:
-        model, src_vocab, tgt_vocab: as for `translate`.
-        sentences: raw sentences (each must be translatable; see `prepare_source`).
-        beam_width: 1 = batched greedy; k > 1 = beam search one sentence at a time.
-        batch_size: sentences per greedy batch.
-        max_length: output cap (EOS included); None derives one per sentence.
-    Returns:
-        one `Translation` per sentence, in input order.
-
-    Introduced in notebook 06.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    prepared = [prepare_source(src_vocab, sentence) for sentence in sentences]
-    device = model.device
-    results: list[Translation | None] = [None] * len(prepared)
-    if beam_width > 1:
-        for i, (words, ids, unknown) in enumerate(prepared):
-            best = beam_search(model, torch.tensor(ids), beam_width=beam_width, max_length=max_length)[0]
-            results[i] = _to_translation(words, unknown, tgt_vocab, best.tokens, best.attention, best.score)
-        return results
-
-    order = sorted(range(len(prepared)), key=lambda i: len(prepared[i][1]))  # similar lengths share a batch
-    for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        id_lists = [torch.tensor(prepared[i][1]) for i in chunk]
-        src_lengths = torch.tensor([len(ids) for ids in id_lists])  # (B,)
-        src = torch.nn.utils.rnn.pad_sequence(id_lists, batch_first=True, padding_value=PAD_ID)  # (B, S)
-        output = greedy_decode(model, src.to(device), src_lengths, max_length=max_length)
-        for row, i in enumerate(chunk):
-            words, ids, unknown = prepared[i]
-            length = int(output.lengths[row])
-            attention = None
-            if output.attention is not None:
-                attention = output.attention[row, :length, :len(ids)].cpu()  # (T, S)
-            results[i] = _to_translation(words, unknown, tgt_vocab, output.tokens[row, :length].tolist(),
-                                         attention, float(output.log_prob[row]))
-    return results
-
-
-
-def attention_table(translation: Translation, digits: int = 2) -> str:
-    """The attention matrix of a Translation as plain text: one row per output token, one column per source token.
-
-    Returns a message instead when the model has no attention. Introduced in notebook 05.
-    """
-    if translation.attention is None:
-        return "(this model has no attention: nothing to show)"
-    weights = translation.attention.tolist()  # T rows of S floats
-    width = max(digits + 2, *(len(token) for token in translation.source_tokens))
-    row_label = max(len(token) for token in translation.output_tokens)
-    lines = [" " * row_label + " " + " ".join(f"{token:>{width}}" for token in translation.source_tokens)]
-    for token, row in zip(translation.output_tokens, weights):
-        lines.append(f"{token:>{row_label}} " + " ".join(f"{value:>{width}.{digits}f}" for value in row))
-    return "\n".join(lines)

@@ -80,6 +80,8 @@ def set_threads(threads: int | None = None) -> int:
     all its threads. When other programs keep the cores busy, a thread often waits for a core, and two threads ran
     5-10x slower than one on a busy 2-core machine (benchmarks/README.md); on an idle machine torch's default (one
     thread per core) is kept.
+
+    Used by the package, not a notebook.
     """
     if threads is None and os.environ.get(THREADS_ENV, "").strip():
         threads = int(os.environ[THREADS_ENV])

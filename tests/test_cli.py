@@ -330,3 +330,28 @@ def test_data_check_with_a_bad_place_is_one_line(tmp_path, monkeypatch, capsys, 
     captured = capsys.readouterr()
     assert captured.err.startswith("error:") and captured.err.count("\n") == 1
     assert ("Cannot write the corpus" if where == "data dir" else "is a directory") in captured.err
+
+
+def test_translate_replace_unk_copies_source_words_for_every_unk(tiny_course_data, tmp_path, monkeypatch, capsys):
+    """--replace-unk: an output <unk> becomes the source word it attends to most, in both modes."""
+    torch.manual_seed(0)
+    config = ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab), attention="bahdanau",
+                         embedding_size=8, hidden_size=16)
+    model = Seq2Seq(config).eval()
+    with torch.no_grad():
+        model.decoder.out.bias.fill_(0.0)
+        model.decoder.out.bias[data.UNK_ID] = 100.0  # every output token is <unk>
+    path = save_checkpoint(tmp_path / "unk.pt", TrainedModel("unk", model, tiny_course_data.src_vocab,
+                                                             tiny_course_data.tgt_vocab, config, TrainConfig(),
+                                                             History()))
+    source_words = {"je", "suis", "zorglub"}
+    assert cli.main(["translate", "--checkpoint", str(path), "je suis zorglub ."]) == 0
+    assert set(capsys.readouterr().out.split()) == {"<unk>"}
+    assert cli.main(["translate", "--checkpoint", str(path), "--replace-unk", "je suis zorglub ."]) == 0
+    words = capsys.readouterr().out.split()
+    assert words and set(words) <= source_words
+    stdin = io.TextIOWrapper(io.BytesIO(b"je suis zorglub .\nil est grand .\n"), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert cli.main(["translate", "--checkpoint", str(path), "--replace-unk", "--beam", "2"]) == 0
+    first, second = capsys.readouterr().out.split("\n")[:2]
+    assert set(first.split()) <= source_words and set(second.split()) <= {"il", "est", "grand"}

@@ -5,7 +5,7 @@ import torch
 from course_utils import decode
 from course_utils.data import MAX_LENGTH
 from course_utils.seq2seq import ModelConfig, Seq2Seq
-from course_utils.vocab import EOS_ID, EOS_TOKEN, PAD_ID, SOS_ID, UNK_ID
+from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
 ATTENTIONS = ["bahdanau", "general", "concat", "none"]
 
@@ -109,53 +109,6 @@ def test_pad_and_sos_are_never_produced(tiny_course_data):
     assert SOS_ID not in output.tokens[0].tolist()
 
 
-def test_translate_normalises_reports_unknown_words_and_aligns_attention(tiny_course_data):
-    model = small_model(tiny_course_data)
-    result = decode.translate(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab,
-                              "  Je SUIS fatigué, zorglub!  ")
-    assert result.source_tokens == ["je", "suis", "fatigue", "zorglub", "!", EOS_TOKEN]  # as the corpus was cleaned
-    assert "zorglub" in result.unknown_words and "je" not in result.unknown_words
-    assert result.attention.shape == (len(result.output_tokens), len(result.source_tokens))
-    torch.testing.assert_close(result.attention.sum(dim=1), torch.ones(len(result.output_tokens)))
-    assert result.text == " ".join(t for t in result.output_tokens if t != EOS_TOKEN)
-
-
-@pytest.mark.parametrize("sentence, fragment", [("", "empty"), ("   ", "empty"), ("zorglub blorp", "unknown")])
-def test_translate_rejects_empty_and_only_unknown_input_clearly(tiny_course_data, sentence, fragment):
-    model = small_model(tiny_course_data)
-    with pytest.raises(ValueError, match=fragment):
-        decode.translate(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, sentence)
-
-
-def test_translate_handles_sentences_longer_than_anything_in_training(tiny_course_data):
-    model = small_model(tiny_course_data)
-    sentence = " ".join(["je suis fatigue et"] * 30) + " ."  # 121 words
-    result = decode.translate(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, sentence, beam_width=2)
-    assert len(result.source_tokens) == 122
-    assert result.attention.shape[1] == 122
-
-
-def test_location_attention_model_says_why_it_cannot_read_long_sentences(tiny_course_data):
-    torch.manual_seed(0)
-    config = ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab), attention="location",
-                         hidden_size=16, embedding_size=16)
-    model = Seq2Seq(config).eval()
-    with pytest.raises(ValueError, match="location attention"):
-        decode.translate(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, "je suis " * 10)
-
-
-def test_translate_batch_keeps_input_order_and_matches_one_by_one(tiny_course_data):
-    model = small_model(tiny_course_data, "general")
-    sentences = ["il est grand .", "je suis fatigue .", "nous sommes prets .", "elle cuisine ."]
-    batched = decode.translate_batch(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, sentences,
-                                     batch_size=3)
-    for sentence, result in zip(sentences, batched):
-        alone = decode.translate(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, sentence)
-        assert result.output_tokens == alone.output_tokens
-        assert result.source_tokens == alone.source_tokens
-        torch.testing.assert_close(result.attention, alone.attention, atol=1e-5, rtol=1e-4)
-
-
 def test_force_decode_reproduces_greedy_steps(tiny_course_data):
     model = small_model(tiny_course_data, "concat")
     src = torch.tensor(tiny_course_data.src_vocab.encode("je suis fatigue ."))
@@ -166,40 +119,6 @@ def test_force_decode_reproduces_greedy_steps(tiny_course_data):
     allowed = forced.log_probs.index_fill(1, torch.tensor([PAD_ID, SOS_ID]), float("-inf"))
     assert allowed.argmax(dim=1).tolist() == output.tolist()
     torch.testing.assert_close(forced.attention, greedy.attention[0, :len(output)], atol=1e-5, rtol=1e-4)
-
-
-def test_translate_forced_of_the_greedy_output_equals_the_greedy_translation(tiny_course_data):
-    data = tiny_course_data
-    model = small_model(data, "bahdanau")
-    greedy = decode.translate(model, data.src_vocab, data.tgt_vocab, "Je suis fatigué.")
-    text = " ".join(greedy.output_tokens[:-1] if greedy.output_tokens[-1] == EOS_TOKEN else greedy.output_tokens)
-    forced = decode.translate_forced(model, data.src_vocab, data.tgt_vocab, "Je suis fatigué.", text)
-    assert forced.source_tokens == greedy.source_tokens
-    assert forced.output_tokens == text.split() + [EOS_TOKEN]
-    assert forced.attention.shape == (len(forced.output_tokens), len(forced.source_tokens))  # (T, S)
-    rows = len(greedy.output_tokens)
-    torch.testing.assert_close(forced.attention[:rows], greedy.attention[:rows], atol=1e-5, rtol=1e-4)
-    assert forced.score < 0.0  # log P(output | source)
-    with pytest.raises(ValueError, match="empty after normalisation"):
-        decode.translate_forced(model, data.src_vocab, data.tgt_vocab, "je suis fatigue .", "123 , ")
-
-
-def test_unknown_words_are_fed_as_unk(tiny_course_data):
-    words, ids, unknown = decode.prepare_source(tiny_course_data.src_vocab, "je suis zorglub .")
-    assert words == ["je", "suis", "zorglub", "."]
-    assert ids[2] == UNK_ID and ids[-1] == EOS_ID and unknown == ["zorglub"]
-
-
-def test_attention_table_labels_rows_and_columns(tiny_course_data):
-    model = small_model(tiny_course_data)
-    result = decode.translate(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, "il est grand .")
-    lines = decode.attention_table(result).splitlines()
-    assert lines[0].split() == result.source_tokens
-    assert [line.split()[0] for line in lines[1:]] == result.output_tokens
-    none_model = small_model(tiny_course_data, "none")
-    no_attention = decode.translate(none_model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab,
-                                    "il est grand .")
-    assert "no attention" in decode.attention_table(no_attention)
 
 
 # ---------------------------------------------------------------------------------------------- issue 11
@@ -222,23 +141,50 @@ def test_greedy_scores_a_sentence_the_same_alone_and_in_a_batch(tiny_course_data
         assert float(alone.log_prob[0]) == pytest.approx(float(expected), abs=1e-4)
 
 
-def test_a_huge_token_is_echoed_once_and_clipped(tiny_course_data):
-    token = "z" * 10_000
-    with pytest.raises(ValueError, match="unknown") as error:
-        decode.prepare_source(tiny_course_data.src_vocab, token)
-    message = str(error.value)
-    assert message.count("z" * 50) == 1 and len(message) < 400 and "10,000 characters" in message
-    with pytest.raises(ValueError, match="empty") as error:
-        decode.prepare_source(tiny_course_data.src_vocab, "*" * 10_000)
-    assert len(str(error.value)) < 400
-    words, _, unknown = decode.prepare_source(tiny_course_data.src_vocab, f"je suis {token} .")
-    (warning,) = decode.source_warnings(words, unknown)
-    assert warning.count("z" * 50) == 1 and len(warning) < 200
+# ---------------------------------------------------------------------------------------------- sampling
+@pytest.mark.parametrize("attention", ["bahdanau", "none"])
+def test_sampling_with_top_k_one_or_a_tiny_temperature_is_greedy(tiny_course_data, attention):
+    model = small_model(tiny_course_data, attention, seed=5)
+    src, lengths = batch_of(tiny_course_data, ["je suis fatigue .", "il est grand .", "va !"])
+    greedy = decode.greedy_decode(model, src, lengths)
+    for settings in (dict(top_k=1, temperature=2.0), dict(temperature=1e-4), dict(temperature=0.0)):
+        sampled = decode.sample_decode(model, src, lengths, generator=torch.Generator().manual_seed(0), **settings)
+        assert sampled.tokens.equal(greedy.tokens) and sampled.lengths.equal(greedy.lengths), settings
+        torch.testing.assert_close(sampled.log_prob, greedy.log_prob)
+        if attention == "none":
+            assert sampled.attention is None
+        else:
+            torch.testing.assert_close(sampled.attention, greedy.attention)
 
 
-def test_only_punctuation_gets_a_warning_and_words_do_not(tiny_course_data):
-    words, _, unknown = decode.prepare_source(tiny_course_data.src_vocab, "?!...")
-    assert words == ["?", "!", ".", ".", "."]
-    assert any("only punctuation" in warning for warning in decode.source_warnings(words, unknown))
-    words, _, unknown = decode.prepare_source(tiny_course_data.src_vocab, "je suis fatigue !")
-    assert decode.source_warnings(words, unknown) == []
+def test_sampling_is_reproducible_with_a_seed_and_varies_without_one(tiny_course_data):
+    model = small_model(tiny_course_data, seed=6)
+    src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."] * 8)
+    draw = lambda seed, **kw: decode.sample_decode(model, src, lengths, generator=torch.Generator().manual_seed(seed),
+                                                   **kw)
+    first, again = draw(3), draw(3)
+    assert first.tokens.equal(again.tokens) and first.log_prob.equal(again.log_prob)
+    assert len({tuple(row) for row in first.tokens.tolist()}) > 1  # an untrained model: the 8 rows differ
+    assert not draw(4).tokens.equal(first.tokens)
+    for row in range(8):  # log_prob is the model's own log-probability of the drawn tokens (forced decoding)
+        output = first.tokens[row, :int(first.lengths[row])]
+        forced = decode.force_decode(model, src[row, :int(lengths[row])], output)
+        assert float(first.log_prob[row]) == pytest.approx(float(forced.log_probs.gather(1, output[:, None]).sum()),
+                                                           abs=1e-4)
+
+
+def test_sampling_with_top_k_draws_only_among_the_k_best_and_never_pad_or_sos(tiny_course_data):
+    model = small_model(tiny_course_data, seed=7)
+    src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."] * 16)
+    sampled = decode.sample_decode(model, src, lengths, temperature=5.0, top_k=3, max_length=1,
+                                   generator=torch.Generator().manual_seed(1))  # one step: the first token
+    memory, state = model.encode(src[:1], lengths[:1])
+    with torch.no_grad():
+        first_step = model.decoder.step(torch.tensor([SOS_ID]), state, memory).log_probs[0]  # (V,)
+    allowed = set(decode.forbid_special_tokens(first_step).topk(3).indices.tolist())
+    assert set(sampled.tokens[:, 0].tolist()) <= allowed and len(set(sampled.tokens[:, 0].tolist())) > 1
+    assert not {PAD_ID, SOS_ID} & set(sampled.tokens.flatten().tolist())
+    with pytest.raises(ValueError, match="temperature"):
+        decode.sample_decode(model, src, lengths, temperature=-1.0)
+    with pytest.raises(ValueError, match="top_k"):
+        decode.sample_decode(model, src, lengths, top_k=0)

@@ -1,4 +1,4 @@
-"""The checker contract, for every checker of notebooks 01-06: the answer key passes, the starter (None) is "not
+"""The checker contract, for every checker of notebooks 01-08: the answer key passes, the starter (None) is "not
 attempted yet", a call to a forbidden function fails with "without calling", and `call_student` clones the
 arguments, turns the student's errors into hints and puts the forbidden functions back.
 The typical mistakes of each notebook's exercises are in tests/test_exercises_nbNN.py."""
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import course_utils.exercises as exercises_package
-from course_utils import attention, data, decode, exercises, loss, metrics
+from course_utils import attention, data, decode, exercises, loss, metrics, translate
 from course_utils.exercises import contract, solutions
 
 CHECKERS = sorted(name for name, obj in vars(exercises).items() if name.startswith("check_") and callable(obj))
@@ -104,6 +104,9 @@ CHEATS = [  # checker, a solution that calls a forbidden function, the name in t
      "course_utils.decode.beam_search"),
     ("check_attention_entropy", lambda weights: metrics.attention_entropy(weights),
      "course_utils.metrics.attention_entropy"),
+    ("check_replace_unknown", lambda output, source, attention: translate.replace_unknown_words(
+        translate.Translation(source, output, attention, 0.0, [])).output_tokens,
+     "course_utils.translate.replace_unknown_words"),
 ]
 
 
@@ -125,7 +128,7 @@ def test_every_forbidden_name_is_patched_and_mentioned_by_its_checker():
                  if name.endswith("_FORBIDDEN")}
     assert set(forbidden) == {"NORMALIZE_FORBIDDEN", "MASKED_SOFTMAX_FORBIDDEN", "DOT_ATTENTION_FORBIDDEN",
                               "MASKED_NLL_FORBIDDEN", "GREEDY_FORBIDDEN", "ENTROPY_FORBIDDEN",
-                              "RATIONALE_FORBIDDEN"}
+                              "RATIONALE_FORBIDDEN", "REPLACE_FORBIDDEN"}
     cheated = {cheat_name for _, _, cheat_name in CHEATS}
     for names in forbidden.values():
         for name in names:

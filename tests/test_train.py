@@ -7,9 +7,9 @@ from helpers import distinct_sources, fixed_batch, tiny_config
 
 from course_utils import train
 from course_utils.data import Pair
-from course_utils.decode import translate
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq
+from course_utils.translate import translate
 
 
 # ---------------------------------------------------------------------------------------------------- loop

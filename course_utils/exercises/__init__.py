@@ -72,6 +72,12 @@ from course_utils.exercises.nb06_heatmaps import (
     check_attention_entropy,
     check_diagonal_deviation,
 )
+from course_utils.exercises.nb07_decoding import (
+    BEAM_STEP_CASES,
+    check_beam_step,
+    check_replace_unknown,
+    check_sampling_distribution,
+)
 from course_utils.exercises.nb08_attention_classification import (
     SPARSITY_LENGTHS,
     check_bag_of_words_logits,
@@ -80,7 +86,8 @@ from course_utils.exercises.nb08_attention_classification import (
 )
 
 __all__ = [
-    "ATTENTION_LENGTHS", "ATTENTION_PARAMETER_CASES", "ENCODE_CASES", "ENCODE_VOCAB_SENTENCES", "FINAL_STATE_LENGTHS",
+    "ATTENTION_LENGTHS", "ATTENTION_PARAMETER_CASES", "BEAM_STEP_CASES", "ENCODE_CASES", "ENCODE_VOCAB_SENTENCES",
+    "FINAL_STATE_LENGTHS",
     "GREEDY_MAX_LENGTH", "GREEDY_SOURCES", "GRU_STEP_SIZES", "MASKED_NLL_LENGTHS", "NORMALIZE_CASES",
     "PAD_FRACTION_SOURCES", "PERPLEXITY_CASES", "SCORE_SIZES", "SPARSITY_LENGTHS",
     "check_argmax_alignment", "check_attention_entropy", "check_attention_parameters", "check_bahdanau_score",
@@ -88,4 +95,5 @@ __all__ = [
     "check_final_state", "check_general_score", "check_greedy_decode", "check_gru_step", "check_masked_nll",
     "check_masked_softmax", "check_normalize", "check_pad_fraction", "check_perplexity",
     "check_bag_of_words_logits", "check_rationale_precision_recall", "check_sparsity",
+    "check_beam_step", "check_replace_unknown", "check_sampling_distribution",
 ]

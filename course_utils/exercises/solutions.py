@@ -149,6 +149,34 @@ def diagonal_deviation(weights: torch.Tensor) -> float:
     return float((weights * distance).sum(-1).mean())  # (T, S) -> (T,) -> one number
 
 
+# ---------------------------------------------------------------------------------------------- notebook 07
+def sampling_distribution(log_probs: torch.Tensor, temperature: float, top_k: int | None) -> torch.Tensor:
+    """softmax(log_probs / temperature) over the top_k best tokens of each row: (B, V) -> (B, V).
+    Introduced in notebook 07."""
+    scaled = log_probs / temperature  # (B, V)
+    if top_k is not None:
+        kth_best = scaled.topk(top_k, dim=-1).values[:, -1:]  # (B, 1) the k-th largest of each row
+        scaled = scaled.masked_fill(scaled < kth_best, -math.inf)
+    return scaled.softmax(dim=-1)
+
+
+def beam_step(alive_log_probs: torch.Tensor, step_log_probs: torch.Tensor, open_slots: int):
+    """The open_slots best extensions of N hypotheses by total log-probability: (N,), (N, V) -> 3 x (n,).
+    Introduced in notebook 07."""
+    vocab_size = step_log_probs.size(1)
+    candidates = (alive_log_probs[:, None] + step_log_probs).reshape(-1)  # (N, V) -> (N * V,)
+    top_log_probs, index = candidates.topk(open_slots)  # (n,)
+    return top_log_probs, index // vocab_size, index % vocab_size
+
+
+def replace_unknown(output_tokens: list[str], source_tokens: list[str], attention: torch.Tensor) -> list[str]:
+    """Each <unk> replaced by the most attended source word (<eos> and punctuation left out). Introduced in
+    notebook 07."""
+    words = [j for j in range(len(source_tokens) - 1) if any(c.isalnum() for c in source_tokens[j])]  # no <eos>
+    aligned = attention[:, words].argmax(dim=-1).tolist()  # (T, S') -> (T,)
+    return [source_tokens[words[aligned[t]]] if token == "<unk>" else token for t, token in enumerate(output_tokens)]
+
+
 # ---------------------------------------------------------------------------------------------- notebook 08
 def sparsity(gates: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The mean over sentences of the fraction of their words kept: (B, S), (B, S) -> scalar.
@@ -183,6 +211,8 @@ SOLUTIONS: dict[str, Callable[..., object]] = {
     "check_masked_nll": masked_nll, "check_greedy_decode": greedy_decode, "check_perplexity": perplexity,
     "check_attention_entropy": attention_entropy, "check_argmax_alignment": argmax_alignment,
     "check_diagonal_deviation": diagonal_deviation,
+    "check_sampling_distribution": sampling_distribution, "check_beam_step": beam_step,
+    "check_replace_unknown": replace_unknown,
     "check_sparsity": sparsity, "check_rationale_precision_recall": rationale_precision_recall,
     "check_bag_of_words_logits": bag_of_words_logits,
 }
