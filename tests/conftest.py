@@ -83,3 +83,15 @@ def tiny_pairs(tiny_lines) -> list[data.Pair]:
 def tiny_course_data(tiny_pairs) -> data.CourseData:
     """Splits (seed 0) and train-only vocabularies of the tiny pairs."""
     return data.course_data_from_pairs(tiny_pairs, seed=0)
+
+
+@pytest.fixture
+def offline_and_private_data_dir(monkeypatch, tmp_path):
+    """No network (course_utils.corpus.urlopen refuses) and a private, empty data folder ($COURSE_DATA_DIR): for
+    tests of the corpus and data pipeline, which must never touch the repository's data/ or download anything."""
+    from course_utils import corpus
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a test tried to use the network")
+    monkeypatch.setattr(corpus, "urlopen", refuse)
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data_dir"))

@@ -21,13 +21,7 @@ from course_utils.corpus import CorpusError
 CLEAN = re.compile(r"[a-z.!?]+( [a-z.!?]+)*")  # what a correctly normalised, non-empty sentence looks like
 
 
-@pytest.fixture(autouse=True)
-def no_network_and_private_data_dir(monkeypatch, tmp_path):
-    """No test may reach the network or the repository's data/ folder."""
-    def refuse(*args, **kwargs):
-        raise AssertionError("a test tried to use the network")
-    monkeypatch.setattr(corpus, "urlopen", refuse)
-    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data_dir"))
+pytestmark = pytest.mark.usefixtures("offline_and_private_data_dir")  # tests/conftest.py
 
 
 def write_zip(path: Path, members: dict[str, str]) -> Path:
