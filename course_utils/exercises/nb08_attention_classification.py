@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import torch
 
+from course_utils.data import lengths_to_mask
 from course_utils.exercises.contract import attempted, call_student, expect, passed
 
 SPARSITY_LENGTHS = ((4, 2, 3), (5,), (1, 6))  # sentence lengths of each case: unequal, so per-sentence matters
@@ -27,7 +28,7 @@ def _sparsity_cases(seed: int = 11) -> list[tuple[torch.Tensor, torch.Tensor]]:
     cases = []
     for lengths in SPARSITY_LENGTHS:
         S = max(lengths) + 1  # at least one padded position in every row
-        mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]  # (B, S)
+        mask = lengths_to_mask(torch.tensor(lengths), S)  # (B, S)
         cases.append((torch.rand(len(lengths), S, generator=generator), mask))
     return cases
 
