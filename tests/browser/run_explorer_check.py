@@ -8,7 +8,7 @@ Setup (Debian/Ubuntu; once):
     sudo apt-get install -y chromium chromium-driver      # /usr/bin/chromium and /usr/bin/chromedriver
 
 No Python package beyond the course's requirements: the script drives chromedriver through the W3C WebDriver
-HTTP protocol with urllib (about forty lines below), so neither Selenium nor Playwright is needed.
+HTTP protocol with urllib (tests/browser/webdriver.py), so neither Selenium nor Playwright is needed.
 
 Run from the repository root:
 
@@ -37,13 +37,11 @@ bootstrap opens only JupyterLab.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,10 +51,19 @@ import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
+from webdriver import (
+    CHROMEDRIVER,
+    CHROMIUM,
+    ELEMENT_KEY,
+    CheckFailed,
+    WebDriver,
+    free_port,
+    start_chromedriver,
+    stop_chromedriver,
+    wait_http,
+)
+
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-ELEMENT_KEY = "element-6066-11e4-a52e-4f735466cecf"  # W3C WebDriver's key for element references
 SHIFT, ENTER = "\ue008", "\ue007"  # WebDriver key codes
 SENTENCE = "je suis tres content de te voir aujourd hui ."  # typed into the explorer's text box
 
@@ -88,71 +95,6 @@ explorer
 '''
 
 
-class CheckFailed(RuntimeError):
-    """The explorer did not show up as expected in the browser."""
-
-
-class WebDriver:
-    """The few W3C WebDriver commands this check needs, over plain HTTP (chromedriver speaks it natively)."""
-
-    def __init__(self, port: int, chromium: str, window=(1400, 1200)):
-        self.base = f"http://127.0.0.1:{port}"
-        options = {"binary": chromium, "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                                                 "--disable-dev-shm-usage", f"--window-size={window[0]},{window[1]}"]}
-        capabilities = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": options}}}
-        self.session = self._call("POST", "/session", capabilities)["sessionId"]
-
-    def _call(self, method: str, path: str, body: dict | None = None):
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                return json.loads(response.read())["value"]
-        except urllib.error.HTTPError as error:
-            raise CheckFailed(f"WebDriver {method} {path}: {error.read().decode()[:400]}") from None
-
-    def _session(self, method: str, path: str, body: dict | None = None):
-        return self._call(method, f"/session/{self.session}{path}", body)
-
-    def get(self, url: str) -> None:
-        self._session("POST", "/url", {"url": url})
-
-    def run_js(self, script: str, *args):
-        return self._session("POST", "/execute/sync", {"script": script, "args": list(args)})
-
-    def find(self, css: str) -> str | None:
-        found = self._session("POST", "/elements", {"using": "css selector", "value": css})
-        return found[0][ELEMENT_KEY] if found else None
-
-    def wait_for(self, css: str, timeout: float, what: str) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            element = self.find(css)
-            if element:
-                return element
-            time.sleep(0.5)
-        raise CheckFailed(f"{what} did not appear within {timeout:.0f} s (CSS {css!r})")
-
-    def click(self, element: str) -> None:
-        self._session("POST", f"/element/{element}/click", {})
-
-    def type(self, element: str, text: str) -> None:
-        self._session("POST", f"/element/{element}/value", {"text": text})
-
-    def clear(self, element: str) -> None:
-        self._session("POST", f"/element/{element}/clear", {})
-
-    def screenshot(self, path: Path) -> None:
-        path.write_bytes(base64.b64decode(self._session("GET", "/screenshot")))
-
-    def quit(self) -> None:
-        try:
-            self._call("DELETE", f"/session/{self.session}")
-        except (CheckFailed, OSError):
-            pass
-
-
 def wait_update(browser: WebDriver, image_css: str, old_src: str, sentence: str, action: str) -> None:
     """Wait until the summary shows `sentence` and the heatmap image differs from `old_src`."""
     deadline = time.monotonic() + 60
@@ -165,23 +107,6 @@ def wait_update(browser: WebDriver, image_css: str, old_src: str, sentence: str,
             return
         time.sleep(0.3)
     raise CheckFailed(f"{action} did not update the summary and the heatmap within 60 s")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_http(url: str, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise CheckFailed(f"{what} did not answer at {url} within {timeout:.0f} s")
 
 
 class Server(NamedTuple):
@@ -334,9 +259,7 @@ def check(screenshot: Path, chromium: str, chromedriver: str, keep: bool, fronte
         else:
             wait_http(f"http://127.0.0.1:{lab_port}/api", 90, "Jupyter Notebook")
             server = Server(jupyter, f"http://127.0.0.1:{lab_port}", "", "explorer_check.ipynb")
-        driver_process = subprocess.Popen([chromedriver, f"--port={driver_port}"], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL)
-        wait_http(f"http://127.0.0.1:{driver_port}/status", 30, "chromedriver")
+        driver_process = start_chromedriver(chromedriver, driver_port)
         browser = WebDriver(driver_port, chromium)
         page = "doc/tree" if frontend == "lab" else "notebooks"  # JupyterLab's single-document view
         query = f"?token={server.token}" if server.token else ""
@@ -393,11 +316,7 @@ def check(screenshot: Path, chromium: str, chromedriver: str, keep: bool, fronte
         if browser is not None:
             browser.quit()
         if driver_process is not None:
-            driver_process.terminate()
-            try:
-                driver_process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                driver_process.kill()
+            stop_chromedriver(driver_process)
         if jupyter is not None:
             stop(jupyter)
         lab_log.close()

@@ -29,91 +29,21 @@ What it does (exit 0, or 1 with the reason):
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, free_port, start_chromedriver, stop_chromedriver
+
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
                 "--proxy-bypass-list=<-loopback>", "--disable-background-networking", "--disable-component-update",
                 "--disable-default-apps", "--disable-sync", "--no-first-run"]
-
-
-class CheckFailed(RuntimeError):
-    """The site did not render as expected."""
-
-
-class WebDriver:
-    """The few W3C WebDriver commands this check needs, over plain HTTP (as in run_explorer_check.py)."""
-
-    def __init__(self, port: int, chromium: str, window=(1400, 1100)):
-        self.base = f"http://127.0.0.1:{port}"
-        args = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--allow-file-access-from-files", f"--window-size={window[0]},{window[1]}", *OFFLINE_ARGS]
-        capabilities = {"capabilities": {"alwaysMatch": {
-            "browserName": "chrome", "goog:chromeOptions": {"binary": chromium, "args": args},
-            "goog:loggingPrefs": {"browser": "ALL"}}}}
-        self.session = self._call("POST", "/session", capabilities)["sessionId"]
-
-    def _call(self, method: str, path: str, body: dict | None = None):
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                return json.loads(response.read())["value"]
-        except urllib.error.HTTPError as error:
-            raise CheckFailed(f"WebDriver {method} {path}: {error.read().decode()[:400]}") from None
-
-    def _session(self, method: str, path: str, body: dict | None = None):
-        return self._call(method, f"/session/{self.session}{path}", body)
-
-    def get(self, url: str) -> None:
-        self._session("POST", "/url", {"url": url})
-
-    def run_js(self, script: str, *args):
-        return self._session("POST", "/execute/sync", {"script": script, "args": list(args)})
-
-    def console(self) -> list[dict]:
-        """Browser console entries since the last call (chromedriver's log endpoint)."""
-        return self._session("POST", "/se/log", {"type": "browser"})
-
-    def wait_js(self, script: str, timeout: float, what: str):
-        """Poll `script` until it returns something truthy; returns that."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = self.run_js(script)
-            if value:
-                return value
-            time.sleep(0.3)
-        raise CheckFailed(f"{what} within {timeout:.0f} s")
-
-    def screenshot(self, path: Path) -> None:
-        path.write_bytes(base64.b64decode(self._session("GET", "/screenshot")))
-
-    def quit(self) -> None:
-        try:
-            self._call("DELETE", f"/session/{self.session}")
-        except (CheckFailed, OSError):
-            pass
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 RESOURCES_JS = ("return performance.getEntriesByType('resource').map(e => e.name)"
@@ -254,18 +184,10 @@ def check(site: Path | None, stem: str, screenshot: Path | None, chromium: str, 
             built = f"built in {build(site):.0f} s; "
         site = site.resolve()
         port = free_port()
-        driver_process = subprocess.Popen([chromedriver, f"--port={port}"], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise CheckFailed("chromedriver did not answer within 30 s") from None
-                time.sleep(0.3)
-        browser = WebDriver(port, chromium)
+        driver_process = start_chromedriver(chromedriver, port)
+        browser = WebDriver(port, chromium, window=(1400, 1100),
+                            extra_args=["--allow-file-access-from-files", *OFFLINE_ARGS],
+                            logging_prefs={"browser": "ALL"})
         pages = check_index(browser, site)
         if stem not in pages:
             raise CheckFailed(f"no page {stem}.html in the site (pages: {pages})")
@@ -280,11 +202,7 @@ def check(site: Path | None, stem: str, screenshot: Path | None, chromium: str, 
         if browser is not None:
             browser.quit()
         if driver_process is not None:
-            driver_process.terminate()
-            try:
-                driver_process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                driver_process.kill()
+            stop_chromedriver(driver_process)
         if keep:
             print(f"kept {folder}")
         else:
