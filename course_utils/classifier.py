@@ -4,6 +4,7 @@
     out = AttentionClassifier(len(vocab))(batch.words, batch.mask)   # logits (B, C), weights (B, S), sparsity
     trained = load_or_train_classifier(ClassifierConfig(sparsity_weight=0.5))   # cached in data_dir()/models/
     evaluate_classifier(trained.model, course.splits.test, trained.vocab)      # accuracy, precision, recall, kept
+    NOTEBOOK_CLASSIFIERS                         # {label: ClassifierConfig}: the seven notebook 08 trains
 
 The task: predict the English subject (i / he / she / you / we / they, read off the English side of a course pair)
 from the French sentence. The French subject pronoun (je, il, elle, tu, vous, nous, ils, elles, ...) is the gold
@@ -247,6 +248,17 @@ class ClassifierConfig:
         """The cache name, e.g. "classifier-gated-soft-0.5"."""
         return {"gated": f"classifier-gated-{self.selection}-{self.sparsity_weight:g}"}.get(
             self.kind, f"classifier-{self.kind}")
+
+
+# The classifiers notebook 08 trains and compares, keyed by the label it prints (its SPARSITY_WEIGHTS sweep of the
+# hard gates and its LEAK_WEIGHT on the soft gates); `python -m course_utils pretrain` trains and caches them too.
+# tests/test_pretrain.py checks that the notebook uses this dict and that its weights match these labels.
+NOTEBOOK_CLASSIFIERS: dict[str, ClassifierConfig] = {
+    "bag of words": ClassifierConfig(kind="bow"),
+    "soft attention": ClassifierConfig(kind="soft"),
+    "soft gates, λ=0.5": ClassifierConfig(selection="soft", sparsity_weight=0.5),
+    **{f"hard gates, λ={w}": ClassifierConfig(selection="hard", sparsity_weight=w) for w in (0.0, 0.02, 0.05, 0.2)},
+}
 
 
 def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:

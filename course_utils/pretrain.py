@@ -1,14 +1,18 @@
 """Prepare a class: train and cache, ahead of time, every model the notebooks load.
 
-    python -m course_utils pretrain            # the lecture models of notebooks 04-06 (about 2 minutes each)
+    python -m course_utils pretrain            # the lecture models of notebooks 04-06 (about 2 minutes each), then
+                                               # notebook 08's seven classifiers (about 1.5 minutes each)
     python -m course_utils pretrain --fast     # their fast-mode (COURSE_FAST=1) smoke-test models, seconds each
+    python -m course_utils pretrain --no-classifiers   # the translators only
     results = pretrain()                       # the same from Python; returns one PretrainResult per model
 
-Each model is trained by `recipes.load_or_train` and cached where the notebooks look for it (data_dir()/models/);
-a model already cached there is loaded (which also checks that it matches the corpus) and skipped. While it runs it
-says which model is training, which of how many it is, and about how long the rest will take.
+Each translator is trained by `recipes.load_or_train`, each classifier by `classifier.load_or_train_classifier`, and
+cached where the notebooks look for it (data_dir()/models/); a model already cached there is loaded (which also checks
+that it matches the corpus) and skipped. While it runs it says which model is training, which of how many it is, and
+about how long the rest will take.
 
-NOTEBOOK_MODELS is the list of models the notebooks load; tests/test_pretrain.py checks it against the notebooks.
+NOTEBOOK_MODELS is the list of translators the notebooks load, classifier.NOTEBOOK_CLASSIFIERS notebook 08's
+classifiers; tests/test_pretrain.py checks both against the notebooks.
 `training_notice` is introduced in notebook 04 (and used in 06); the rest is used by the package, not a notebook.
 """
 from __future__ import annotations
@@ -19,7 +23,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from course_utils.classifier import ClassifierConfig
 
 # The recipes the notebooks pass to load_or_train (04 and 06: all five; 05: bahdanau and none).
 NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat", "lecture-none")
@@ -30,6 +39,10 @@ NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_gen
 # `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
 SECONDS_PER_EPOCH = 12.0
 FAST_SECONDS_PER_MODEL = 30.0
+# Notebook 08's classifiers (5 epochs on the whole train split): its seven trained in 9 min 40 s on a busy 2-core CPU,
+# about 85 s each; fast mode (FAST_CLASSIFIER: 2 epochs on 1,000 pairs) takes seconds.
+SECONDS_PER_CLASSIFIER = 85.0
+FAST_SECONDS_PER_CLASSIFIER = 5.0
 
 
 class PretrainResult(NamedTuple):
@@ -76,6 +89,19 @@ def estimate_seconds(name: str, fast: bool) -> float:
     return FAST_SECONDS_PER_MODEL if fast else SECONDS_PER_EPOCH * get_recipe(name).train.epochs
 
 
+def classifier_estimate_seconds(fast: bool) -> float:
+    """The constant estimate for training one of notebook 08's classifiers. Used by the package, not a notebook."""
+    return FAST_SECONDS_PER_CLASSIFIER if fast else SECONDS_PER_CLASSIFIER
+
+
+def notebook_classifiers() -> dict[str, ClassifierConfig]:
+    """classifier.NOTEBOOK_CLASSIFIERS keyed by cache name ("classifier-bow", "classifier-gated-hard-0.05", ...):
+    the names pretrain takes. Used by the package, not a notebook."""
+    from course_utils.classifier import NOTEBOOK_CLASSIFIERS
+
+    return {config.name: config for config in NOTEBOOK_CLASSIFIERS.values()}
+
+
 def training_notice(names: Sequence[str], fast: bool | None = None) -> str | None:
     """What a notebook says before load_or_train trains several models: how many, about how long, and that
     `pretrain` does it ahead; None when all are cached. Introduced in notebook 04 (and used in 06)."""
@@ -92,16 +118,50 @@ def training_notice(names: Sequence[str], fast: bool | None = None) -> str | Non
             f"`python -m course_utils pretrain{' --fast' if fast else ''}` once in a terminal.")
 
 
+class _Job(NamedTuple):
+    """One model to prepare: its name, cache path, constant estimate, and how to load or train it."""
+    name: str
+    path: Path
+    estimate: float
+    run: Callable[[], object]
+
+
+def _jobs(names: Sequence[str], fast: bool, retrain: bool, progress: bool, course) -> list[_Job]:
+    """A _Job per name: a recipe (load_or_train) or a notebook classifier (load_or_train_classifier)."""
+    from course_utils.classifier import classifier_path, load_or_train_classifier
+    from course_utils.recipes import load_or_train, model_path
+
+    configs = notebook_classifiers()
+    jobs = []
+    for name in names:
+        if name in configs:
+            jobs.append(_Job(name, classifier_path(configs[name], fast), classifier_estimate_seconds(fast),
+                             partial(load_or_train_classifier, configs[name], course, retrain=retrain, verbose=False)))
+        else:
+            jobs.append(_Job(name, model_path(name, fast), estimate_seconds(name, fast),
+                             partial(load_or_train, name, data=course, retrain=retrain, progress=progress,
+                                     verbose=False)))
+    return jobs
+
+
+def _modified(path: Path) -> int | None:
+    return path.stat().st_mtime_ns if path.exists() else None
+
+
 def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progress: bool = True,
-             retrain: bool = False, log: Callable[[str], None] | None = print) -> list[PretrainResult]:
-    """Train and cache the models the notebooks load (default NOTEBOOK_MODELS); skip those already cached.
+             retrain: bool = False, log: Callable[[str], None] | None = print, classifiers: bool = True
+             ) -> list[PretrainResult]:
+    """Train and cache the models the notebooks load (default NOTEBOOK_MODELS, then notebook 08's classifiers);
+    skip those already cached.
 
     Args:
-        names: recipe names (keys of recipes.RECIPES); default NOTEBOOK_MODELS.
+        names: recipe names (keys of recipes.RECIPES) and/or classifier cache names (keys of
+            notebook_classifiers(), e.g. "classifier-bow"); default NOTEBOOK_MODELS and every notebook classifier.
         fast: fast-mode models (cached as <name>-fast.pt, what COURSE_FAST=1 notebooks load); default fast_mode().
-        progress: tqdm bars while training.
+        progress: tqdm bars while training a translator.
         retrain: train even the cached ones (and overwrite them).
         log: where the progress lines go (None: silent).
+        classifiers: with names=None, also notebook 08's classifiers (False: the translators only).
     Returns:
         one PretrainResult per name, in order.
 
@@ -110,49 +170,55 @@ def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progr
     from course_utils.checkpoints import CheckpointError
     from course_utils.corpus import display_path
     from course_utils.data import load_course_data
-    from course_utils.recipes import get_recipe, load_or_train, model_path
+    from course_utils.recipes import get_recipe
     from course_utils.runtime import fast_mode
 
     say = log or (lambda _: None)
     fast = fast_mode() if fast is None else fast
-    names = list(NOTEBOOK_MODELS if names is None else names)
+    configs = notebook_classifiers()
+    names = list((*NOTEBOOK_MODELS, *(configs if classifiers else ())) if names is None else names)
     for name in names:
-        get_recipe(name)  # an unknown name fails before anything trains
+        if name not in configs:
+            try:
+                get_recipe(name)  # an unknown name fails before anything trains
+            except KeyError as error:
+                raise KeyError(f"{error.args[0]}; notebook classifiers: {', '.join(configs)}") from None
     mode = " (fast mode: smoke-test models)" if fast else ""
-    to_train = [name for name in names if retrain or not model_path(name, fast).exists()]
-    estimate = sum(estimate_seconds(name, fast) for name in to_train)
+    course = load_course_data(verbose=False)
+    jobs = _jobs(names, fast, retrain, progress, course)
+    to_train = [job for job in jobs if retrain or not job.path.exists()]
+    estimate = sum(job.estimate for job in to_train)
     say(f"pretrain{mode}: {len(names)} model(s), {len(names) - len(to_train)} already cached, {len(to_train)} to "
         f"train (about {_minutes(estimate)} on a 2-core CPU)")
-    course = load_course_data(verbose=False)
     results: list[PretrainResult] = []
     measured: list[tuple[float, float]] = []  # (seconds taken, constant estimate) of each model trained so far
     with _fast_env(fast):
-        for k, name in enumerate(names, start=1):
-            path = model_path(name, fast)
-            where = display_path(path)
-            cached = path.exists() and not retrain
+        for k, job in enumerate(jobs, start=1):
+            name, where, step = job.name, display_path(job.path), f"[{k}/{len(jobs)}]"
+            cached, before = job.path.exists() and not retrain, _modified(job.path)
             if not cached:
-                left = [n for n in to_train if n not in {r.name for r in results}]
+                left = [j for j in to_train if j.name not in {r.name for r in results}]
                 scale = sum(s for s, _ in measured) / sum(e for _, e in measured) if measured else 1.0
-                this, rest = estimate_seconds(name, fast) * scale, sum(estimate_seconds(n, fast) for n in left) * scale
-                say(f"[{k}/{len(names)}] training {name}{mode}: about {_minutes(this)}; about {_minutes(rest)} "
+                this, rest = job.estimate * scale, sum(j.estimate for j in left) * scale
+                say(f"{step} training {name}{mode}: about {_minutes(this)}; about {_minutes(rest)} "
                     f"left in all ({'measured in this run' if measured else 'estimate'}); cached at {where}")
             started = time.perf_counter()
             try:
-                load_or_train(name, data=course, retrain=retrain, progress=progress, verbose=False)
+                job.run()
             except CheckpointError as error:
                 results.append(PretrainResult(name, where, "failed", time.perf_counter() - started, str(error)))
-                say(f"[{k}/{len(names)}] {name}: the cached model at {where} does not fit: {error}\n"
+                say(f"{step} {name}: the cached model at {where} does not fit: {error}\n"
                     f"    retrain it: python -m course_utils pretrain --retrain {name}")
                 continue
             seconds = time.perf_counter() - started
-            if cached:
+            if cached and _modified(job.path) == before:
                 results.append(PretrainResult(name, where, "cached", seconds))
-                say(f"[{k}/{len(names)}] {name}: cached at {where}, skipped")
-            else:
-                measured.append((seconds, estimate_seconds(name, fast)))
+                say(f"{step} {name}: cached at {where}, skipped")
+            else:  # a cached classifier of another config or vocabulary is trained again by load_or_train_classifier
+                measured.append((seconds, job.estimate))
                 results.append(PretrainResult(name, where, "trained", seconds))
-                say(f"[{k}/{len(names)}] {name}: trained in {_minutes(seconds)}, cached at {where}")
+                say(f"{step} {name}: trained in {_minutes(seconds)}, cached at {where}"
+                    + (" (the cached one did not fit)" if cached else ""))
     trained = [r for r in results if r.status == "trained"]
     failed = [r.name for r in results if r.status == "failed"]
     say(f"pretrain done: {len(trained)} trained in {_minutes(sum(r.seconds for r in trained))}, "
@@ -171,7 +237,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
           "losses)")
     try:
         results = pretrain(args.names or None, fast=True if args.fast else None, progress=not args.no_progress,
-                           retrain=args.retrain)
+                           retrain=args.retrain, classifiers=not args.no_classifiers)
     except (KeyError, CorpusError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -181,9 +247,12 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
 def add_pretrain_parser(commands: argparse._SubParsersAction) -> None:
     """`pretrain`. Used by the package, not a notebook."""
     parser = commands.add_parser("pretrain", help="train and cache every model the notebooks load (before class)")
-    parser.add_argument("names", nargs="*", help=f"recipes to prepare (default: {' '.join(NOTEBOOK_MODELS)})")
+    parser.add_argument("names", nargs="*", help=f"recipes and/or classifiers (classifier-bow, ...) to prepare "
+                        f"(default: {' '.join(NOTEBOOK_MODELS)}, then notebook 08's seven classifiers)")
     parser.add_argument("--fast", action="store_true",
                         help="the fast-mode smoke-test models (as COURSE_FAST=1; seconds each)")
     parser.add_argument("--retrain", action="store_true", help="train even the models already cached")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--no-classifiers", action="store_true",
+                        help="without names: the translators only, not notebook 08's classifiers")
     parser.set_defaults(func=cmd_pretrain)
