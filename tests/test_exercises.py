@@ -8,6 +8,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -180,3 +181,16 @@ def test_call_student_lets_other_errors_through_and_restores_the_patches_after_a
         contract.call_student("demo", lambda: {}["missing"], (), "hint", forbidden=("torch.softmax",))
     assert torch.softmax is torch._C._VariableFunctions.softmax and "softmax" not in vars(torch.Tensor)
     assert torch.zeros(2).softmax(-1).tolist() == [0.5, 0.5]
+
+
+# Each tests/test_exercises_nbNN.py lists its notebook's typical mistakes (MISTAKES: checker, wrong solution, a
+# word of the expected hint); one test runs them all.
+MISTAKE_FILES = sorted(path.stem for path in Path(__file__).parent.glob("test_exercises_nb*.py"))
+TYPICAL_MISTAKES = [case for name in MISTAKE_FILES for case in importlib.import_module(name).MISTAKES]
+
+
+@pytest.mark.parametrize("check, wrong, hint", TYPICAL_MISTAKES)
+def test_checker_raises_with_a_hint_for_a_typical_mistake(check, wrong, hint, capsys):
+    with pytest.raises(AssertionError, match=hint):
+        check(wrong)
+    assert "correct!" not in capsys.readouterr().out
