@@ -51,7 +51,8 @@ import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
-from webdriver import (
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # webdriver.py beside this file, also when imported
+from webdriver import (  # noqa: E402
     CHROMEDRIVER,
     CHROMIUM,
     ELEMENT_KEY,

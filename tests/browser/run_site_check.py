@@ -38,7 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, free_port, start_chromedriver, stop_chromedriver
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # webdriver.py beside this file, also when imported
+from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, free_port, start_chromedriver, stop_chromedriver  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
