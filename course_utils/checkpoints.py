@@ -87,6 +87,13 @@ def save_checkpoint(path: str | os.PathLike, trained: TrainedModel) -> Path:
         "history": trained.history.to_dict(),
         "state_dict": {key: value.detach().cpu() for key, value in trained.model.state_dict().items()},
     }
+    atomic_save(payload, path)
+    return path
+
+
+def atomic_save(payload: dict, path: Path) -> None:
+    """torch.save `payload` to a temporary file beside `path`, give it an ordinary new file's mode, then os.replace:
+    `path` holds the old file or the whole new one, never half a file. Used by the package, not a notebook."""
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as file:
@@ -96,7 +103,6 @@ def save_checkpoint(path: str | os.PathLike, trained: TrainedModel) -> Path:
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
-    return path
 
 
 def check_writable(path: str | os.PathLike) -> Path:

@@ -13,8 +13,6 @@ rationale: the word a good selection should keep. Introduced in notebook 08.
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.attention import DotAttention, masked_softmax
+from course_utils.checkpoints import atomic_save
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import Pair, load_course_data
 from course_utils.metrics import RationaleScores, rationale_scores
@@ -326,22 +325,6 @@ def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, b
 
 
 # ---------------------------------------------------------------------------------------------- caching
-def _atomic_save(payload: dict, path: Path) -> None:
-    """torch.save to a temporary file beside `path`, then os.replace: checkpoints.save_checkpoint's pattern."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save(payload, file)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp_name, 0o666 & ~umask)  # an ordinary new file's mode, not mkstemp's 0o600
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-
-
 @dataclass
 class TrainedClassifier:
     """A trained classifier with its vocabulary, config and history. Introduced in notebook 08."""
@@ -378,9 +361,10 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
     say(f"Training {config.name}{' in fast mode' if fast else ''}; it will be cached at {display_path(path)}")
     model = build_classifier(train_config, len(data.src_vocab))
     history = train_classifier(model, data.splits.train, data.src_vocab, train_config, log=say if verbose else None)
-    _atomic_save({"format": CLASSIFIER_FORMAT, "config": dataclasses.asdict(train_config),
-                       "vocab": data.src_vocab.to_dict(), "history": history,
-                       "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_save({"format": CLASSIFIER_FORMAT, "config": dataclasses.asdict(train_config),
+                 "vocab": data.src_vocab.to_dict(), "history": history,
+                 "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}, path)
     return TrainedClassifier(model, data.src_vocab, train_config, history, fast)
 
 
