@@ -27,8 +27,7 @@ def cmd_data_check(args: argparse.Namespace) -> int:
         path = corpus.find_corpus(download=not args.no_download)
         report = corpus.check_corpus(path)
     except corpus.CorpusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return _error(str(error))
     print(report)
     try:  # readable is not enough: the course filters the pairs; say when too few are left to train on
         problem = enough_pairs_problem(data.load_course_data(path=path, verbose=False))
@@ -47,8 +46,7 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
         course = data.load_course_data(reverse=not args.forward, max_length=args.max_length, seed=args.seed,
                                        min_freq=args.min_freq, path=args.path, verbose=False)
     except data.CorpusError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return _error(str(error))
     print(data.describe_course_data(course, examples=args.examples, seed=args.seed))
     return 0
 
