@@ -71,14 +71,6 @@ def add_data_parser(commands: argparse._SubParsersAction) -> None:
 
 
 # -------------------------------------------------------------------------------------------------------- train
-def _use_cpu_threads() -> None:
-    """runtime.set_threads() for a training command, and one line saying how many threads and how to fix them."""
-    from course_utils.runtime import THREADS_ENV, set_threads
-
-    threads = set_threads()
-    print(f"CPU threads: {threads} (the idle cores; {THREADS_ENV}=N fixes the count, and with it the exact losses)")
-
-
 def _attention_choices() -> tuple[str, ...]:
     """The attention kinds a lecture recipe can be trained with: seq2seq.ATTENTION_KINDS without the 2017 exhibit."""
     from course_utils.seq2seq import ATTENTION_KINDS
@@ -137,7 +129,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from course_utils.corpus import data_dir
     from course_utils.evaluate import evaluate
     from course_utils.recipes import FAST_EVAL_PAIRS, FAST_OVERRIDES, train_recipe
-    from course_utils.runtime import fast_mode
+    from course_utils.runtime import fast_mode, set_threads
     from course_utils.translate import translate_batch
 
     try:
@@ -148,7 +140,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if problem:
         return _error(problem, 2)
     fast = args.fast or fast_mode()
-    _use_cpu_threads()
+    set_threads(log=print)
     default_output = data_dir() / "models" / f"cli-{recipe.name}{'-fast' if fast else ''}.pt"
     output = Path(args.output) if args.output else default_output
     try:
@@ -292,7 +284,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from course_utils.corpus import data_dir
     from course_utils.evaluate import evaluate
     from course_utils.recipes import FAST_EVAL_PAIRS, RECIPES, train_recipe
-    from course_utils.runtime import fast_mode
+    from course_utils.runtime import fast_mode, set_threads
     from course_utils.seq2seq import count_parameters
     from course_utils.train import sample_pairs
 
@@ -307,7 +299,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if problem:
         return _error(problem)
     fast = args.fast or fast_mode()
-    _use_cpu_threads()
+    set_threads(log=print)
     test_pairs = course.splits.test[:FAST_EVAL_PAIRS] if fast else course.splits.test
     rows, histories = [], {}
     attentions = args.attention or [recipe.model.attention for name, recipe in RECIPES.items()

@@ -231,10 +231,9 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
     """`pretrain`: exit status 0 when every model is cached afterwards, 1 otherwise. Used by the package, not a
     notebook."""
     from course_utils.data import CorpusError
-    from course_utils.runtime import THREADS_ENV, set_threads
+    from course_utils.runtime import set_threads
 
-    print(f"CPU threads: {set_threads()} (the idle cores; {THREADS_ENV}=N fixes the count, and with it the exact "
-          "losses)")
+    set_threads(log=print)
     try:
         results = pretrain(args.names or None, fast=True if args.fast else None, progress=not args.no_progress,
                            retrain=args.retrain, classifiers=not args.no_classifiers)

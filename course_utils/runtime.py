@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
@@ -72,9 +72,10 @@ THREADS_ENV = "COURSE_THREADS"  # COURSE_THREADS=N: set_threads() uses N CPU thr
 _TORCH_DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice (one per physical core), before any change
 
 
-def set_threads(threads: int | None = None) -> int:
+def set_threads(threads: int | None = None, log: Callable[[str], None] | None = None) -> int:
     """Set torch's CPU thread count for training and return it: `threads` when given, else COURSE_THREADS, else
     the cores idle now (cores minus the 1-minute load average, rounded; at least 1, at most torch's default).
+    `log`, when given, gets one line saying how many threads and where the number came from.
 
     Why: the course's models run many small operations per decoder step, and each multi-threaded one waits for
     all its threads. When other programs keep the cores busy, a thread often waits for a core, and two threads ran
@@ -83,9 +84,11 @@ def set_threads(threads: int | None = None) -> int:
 
     Used by the package, not a notebook.
     """
+    source = "asked for"
     if threads is None and os.environ.get(THREADS_ENV, "").strip():
-        threads = int(os.environ[THREADS_ENV])
+        threads, source = int(os.environ[THREADS_ENV]), f"from {THREADS_ENV}"
     if threads is None:
+        source = f"the idle cores; {THREADS_ENV}=N fixes the count, and with it the exact losses"
         try:
             load = os.getloadavg()[0]  # processes running or waiting for a core, averaged over the last minute
         except (AttributeError, OSError):  # not available on Windows
@@ -93,4 +96,6 @@ def set_threads(threads: int | None = None) -> int:
         threads = min(_TORCH_DEFAULT_THREADS, round((os.cpu_count() or 1) - load))
     threads = max(1, threads)
     torch.set_num_threads(threads)
+    if log is not None:
+        log(f"CPU threads: {threads} ({source})")
     return threads

@@ -35,3 +35,13 @@ def test_idle_cores_decide_without_a_count(monkeypatch, cores, load, default, ex
     monkeypatch.setattr(runtime.os, "getloadavg", lambda: (load, load, load))
     monkeypatch.setattr(runtime, "_TORCH_DEFAULT_THREADS", default)
     assert runtime.set_threads() == expected and torch.get_num_threads() == expected
+
+
+def test_set_threads_says_how_many_and_where_the_number_came_from(monkeypatch):
+    lines = []
+    monkeypatch.setenv(runtime.THREADS_ENV, "1")
+    assert runtime.set_threads(log=lines.append) == 1
+    monkeypatch.delenv(runtime.THREADS_ENV)
+    runtime.set_threads(log=lines.append)
+    assert lines[0] == f"CPU threads: 1 (from {runtime.THREADS_ENV})"
+    assert lines[1].startswith("CPU threads: ") and f"{runtime.THREADS_ENV}=N fixes the count" in lines[1]
