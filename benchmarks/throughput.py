@@ -10,11 +10,13 @@ Reports, for the classic recipe (course_utils/classic.py) and for each engine re
 target tokens per second (real tokens: padding is not counted), the speed-up over the classic recipe, and the
 useful training FLOP/s: FLOPs per target token counted with torch.utils.flop_counter.FlopCounterMode on single,
 unpadded pairs (forward + backward), times tokens per second, as a fraction of this machine's measured fp32
-matmul peak. The classic recipe is timed with 1 thread and with torch's default thread count and gets the faster.
+matmul peak. The classic recipe's thread count (1 or torch's default) is picked by a short trial first.
 
-The engine rows time `train.train_step` itself, the step that `train_epoch` runs. `--compare-plain` and
-`--compare-threads` time variants of one model in alternating rounds (A, B, A, B, ...), so that a machine whose load
-changes during the run slows all variants alike: on a shared machine only such side-by-side ratios mean much.
+Side by side: each engine recipe is timed in rounds, and every round first trains the classic recipe for a chunk of
+steps, then the engine (classic, engine, classic, engine, ...). A recipe's speed-up divides its tokens/s by the
+classic recipe's tokens/s in the chunks interleaved with it, so a machine whose load changes during the run slows
+both alike. The engine rows time `train.train_step` itself, the step that `train_epoch` runs. `--compare-plain` and
+`--compare-threads` add variants of one model to each round, timed on the same batches.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import contextlib
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import NamedTuple
@@ -42,16 +44,52 @@ from course_utils.seq2seq import Seq2Seq, count_parameters  # noqa: E402
 from course_utils.train import make_optimizer, train_step  # noqa: E402
 
 
-def classic_throughput(train_ids, src_size, tgt_size, steps: int, threads: int) -> float:
-    """Target tokens/s of the classic recipe with `threads` threads."""
+class ClassicChunks:
+    """The classic recipe trained a chunk of steps at a time (between the engine's rounds); tokens and seconds add up.
+
+    One model and one stream of pairs (drawn with replacement, seeded) for the whole run, as in `train_classic`."""
+
+    def __init__(self, train_ids, src_size: int, tgt_size: int, threads: int, seed: int = 1):
+        self.model = classic.make_classic(src_size, tgt_size, seed)
+        self.optimizers = [torch.optim.SGD(part.parameters(), lr=classic.LEARNING_RATE) for part in self.model]
+        self.train_ids, self.threads, self.draw = train_ids, threads, random.Random(seed)
+        self.tokens, self.seconds = 0, 0.0
+
+    def run(self, steps: int) -> None:
+        """Train `steps` single-pair steps and add their target tokens and seconds to the totals."""
+        with thread_count(self.threads):
+            start = time.perf_counter()
+            for _ in range(steps):
+                src_ids, tgt_ids = self.draw.choice(self.train_ids)
+                self.tokens += classic.train_step(self.model, self.optimizers, src_ids, tgt_ids)[1]
+            self.seconds += time.perf_counter() - start
+
+    def speed(self) -> float:
+        return self.tokens / self.seconds
+
+
+@contextlib.contextmanager
+def thread_count(threads: int | None):
+    """Inside the block torch uses `threads` threads (None: as it is); restored after."""
     previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    if threads:
+        torch.set_num_threads(threads)
     try:
-        classic.train_classic(train_ids, src_size, tgt_size, steps=20, progress=False)  # warm-up
-        run = classic.train_classic(train_ids, src_size, tgt_size, steps=steps, seed=1, progress=False)
+        yield
     finally:
         torch.set_num_threads(previous)
-    return run.target_tokens / run.seconds
+
+
+def fastest_classic_threads(train_ids, src_size: int, tgt_size: int, steps: int) -> dict[int, float]:
+    """{threads: classic tokens/s} for 1 thread and torch's default, `steps` steps each after a warm-up."""
+    speeds = {}
+    for threads in sorted({1, torch.get_num_threads()}):
+        chunks = ClassicChunks(train_ids, src_size, tgt_size, threads)
+        chunks.run(10)  # warm-up
+        chunks.tokens, chunks.seconds = 0, 0.0
+        chunks.run(steps)
+        speeds[threads] = chunks.speed()
+    return speeds
 
 
 def classic_flops_per_token(train_ids, src_size, tgt_size, sample: int = 64) -> float:
@@ -105,24 +143,22 @@ class Variant(NamedTuple):
 @contextlib.contextmanager
 def applied(variant: Variant, model: Seq2Seq):
     """Inside the block, `model` and torch run as `variant` says; everything is restored after."""
-    previous = torch.get_num_threads()
-    if variant.threads:
-        torch.set_num_threads(variant.threads)
     if variant.plain:
         model.decoder.forward = model.decoder.decode_steps  # an instance attribute: nn.Module.__call__ calls it
     try:
-        yield
+        with thread_count(variant.threads):
+            yield
     finally:
-        torch.set_num_threads(previous)
         if variant.plain:
             del model.decoder.forward
 
 
 def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None,
-                      variants: Sequence[Variant] = (Variant(),), rounds: int = 3) -> tuple[dict, Seq2Seq, int]:
+                      variants: Sequence[Variant] = (Variant(),), rounds: int = 3,
+                      before_round: Callable[[], None] = lambda: None) -> tuple[dict, Seq2Seq, int]:
     """({variant: target tokens/s}, model, batch size) of training's own `train_step` on the recipe's model and
-    settings. With several variants each round times them one after the other on the same batches (the first
-    variant's seconds / rounds worth), `rounds` times."""
+    settings, timed in `rounds` rounds. Each round first calls `before_round()` (the classic recipe's chunk), then
+    times the variants one after the other on the same batches (the first variant's seconds / rounds worth)."""
     config = recipe.train_config(device=str(device), **({"batch_size": batch_size} if batch_size else {}))
     torch.manual_seed(config.seed)
     model = Seq2Seq(recipe.model_config(data.src_vocab, data.tgt_vocab)).to(device).train()
@@ -138,9 +174,9 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
         return train_step(model, batch.to(device), optimizer, config).tokens
 
     stream = batches()
-    rounds = rounds if len(variants) > 1 else 1
     tokens, elapsed = dict.fromkeys(variants, 0), dict.fromkeys(variants, 0.0)
     for _ in range(rounds):
+        before_round()
         timed = []  # the first variant trains for seconds / rounds; the others then train on the very same batches
         for variant in variants:
             with applied(variant, model):
@@ -164,20 +200,22 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="shorter measurements (~30 s in all)")
     parser.add_argument("--recipes", nargs="+", default=["lecture-bahdanau", "lecture-scaled_general", "full-bahdanau"])
     parser.add_argument("--batch-size", type=int, default=None, help="override the recipes' batch size")
-    parser.add_argument("--classic-steps", type=int, default=None, help="classic steps timed (default 600)")
-    parser.add_argument("--seconds", type=float, default=None, help="seconds per engine measurement (default 15)")
+    parser.add_argument("--classic-steps", type=int, default=None,
+                        help="classic steps per engine recipe, split over the rounds (default 600; --quick 150)")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="engine seconds per recipe and variant, split over the rounds (default 15; --quick 6)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (the classic recipe always runs on CPU)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--compare-plain", action="store_true",
                         help="also time each recipe with its decoder's plain step loop (no fast path), side by side")
     parser.add_argument("--compare-threads", type=int, nargs="+", default=None, metavar="N",
                         help="time each engine recipe at these thread counts, side by side (e.g. 1 2)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds when comparing variants")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (classic, engine variants, ...)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     steps = args.classic_steps or (150 if args.quick else 600)
-    seconds = args.seconds or (4.0 if args.quick else 15.0)
+    seconds = args.seconds or (6.0 if args.quick else 15.0)
     device = resolve_device(args.device)
 
     print(f"machine: {machine()}")
@@ -188,35 +226,43 @@ def main(argv=None) -> int:
     peak = peak_cpu if device.type == "cpu" else matmul_peak(str(device), size=8192, seconds=2.0)
     print(f"measured fp32 matmul peak on {device.type}: {peak / 1e9:.1f} GFLOP/s")
 
-    speeds = {threads: classic_throughput(train_ids, *sizes, steps, threads)
-              for threads in sorted({1, torch.get_num_threads()})}
-    best_threads = max(speeds, key=speeds.get)
-    classic_speed = speeds[best_threads]
+    trial = fastest_classic_threads(train_ids, *sizes, steps=max(20, steps // 5))
+    classic_threads = max(trial, key=trial.get)
+    print("classic tokens/s by thread count (short trial): " + ", ".join(f"{t}: {v:.0f}" for t, v in trial.items()))
     classic_flops = classic_flops_per_token(train_ids, *sizes, sample=16 if args.quick else 64)
-    print("classic tokens/s by thread count: " + ", ".join(f"{t}: {s:.0f}" for t, s in speeds.items()))
     classic_params = sum(count_parameters(part) for part in classic.make_classic(*sizes))
-    rows = [["classic (1 pair/step, SGD)", f"{classic_params:,}", "1", "cpu", f"{classic_speed:,.0f}", "1.0x",
-             f"{classic_flops / 1e6:.1f}", f"{classic_speed * classic_flops / 1e9:.2f}",
-             f"{classic_speed * classic_flops / peak_cpu:.1%}"]]
+    chunks = ClassicChunks(train_ids, *sizes, threads=classic_threads)
+    chunks.run(10)  # warm-up
     thread_counts = args.compare_threads or [None]
     variants = [Variant(threads, plain) for plain in ([False, True] if args.compare_plain else [False])
                 for threads in thread_counts]
+    rows, classic_tokens, classic_seconds = [], 0, 0.0
     for name in args.recipes:
         recipe = get_recipe(name)
+        chunks.tokens, chunks.seconds = 0, 0.0  # this recipe's ratio uses the classic chunks of its own rounds
+        classic_round = partial(chunks.run, steps // args.rounds)
         speeds, model, batch_size = engine_throughput(recipe, data, seconds, device, args.batch_size, variants,
-                                                      args.rounds)
+                                                      args.rounds, before_round=classic_round)
+        classic_speed = chunks.speed()
+        classic_tokens, classic_seconds = classic_tokens + chunks.tokens, classic_seconds + chunks.seconds
         flops = engine_flops_per_token(model, data, recipe.train.teacher_forcing_ratio, sample=16 if args.quick else 64)
         for variant, speed in speeds.items():
             rows.append([name + variant.label(), f"{count_parameters(model):,}", str(batch_size), device.type,
-                         f"{speed:,.0f}", f"{speed / classic_speed:.1f}x", f"{flops / 1e6:.1f}",
-                         f"{speed * flops / 1e9:.2f}", f"{speed * flops / peak:.1%}"])
-            print(f"  measured {name}{variant.label()}: {speed:,.0f} tokens/s", flush=True)
+                         f"{speed:,.0f}", f"{classic_speed:,.0f}", f"{speed / classic_speed:.1f}x",
+                         f"{flops / 1e6:.1f}", f"{speed * flops / 1e9:.2f}", f"{speed * flops / peak:.1%}"])
+            print(f"  measured {name}{variant.label()}: {speed:,.0f} tokens/s; classic in the same rounds: "
+                  f"{classic_speed:,.0f} tokens/s", flush=True)
+    classic_speed = classic_tokens / classic_seconds
+    rows.insert(0, ["classic (1 pair/step, SGD)", f"{classic_params:,}", "1", "cpu", f"{classic_speed:,.0f}",
+                    f"{classic_speed:,.0f}", "1.0x", f"{classic_flops / 1e6:.1f}",
+                    f"{classic_speed * classic_flops / 1e9:.2f}", f"{classic_speed * classic_flops / peak_cpu:.1%}"])
     print()
-    print(table(rows, ["recipe", "params", "batch", "device", "tgt tokens/s", "speed-up", "MFLOP/token",
-                       "useful GFLOP/s", "of peak"]))
-    print(f"\n(classic timed over {steps} steps with {best_threads} thread(s); engine over {seconds:.0f} s per "
-          "recipe and variant, batch collation included; FLOPs counted with FlopCounterMode on unpadded single "
-          "pairs (the plain step loop's FLOPs are the fast path's)")
+    print(table(rows, ["recipe", "params", "batch", "device", "tgt tokens/s", "classic alongside", "speed-up",
+                       "MFLOP/token", "useful GFLOP/s", "of peak"]))
+    print(f"\n(side by side: per recipe {args.rounds} rounds of [classic {steps // args.rounds} steps with "
+          f"{classic_threads} thread(s), then the engine for {seconds / args.rounds:.1f} s per variant]; the classic "
+          "row is all its chunks together; batch collation included; FLOPs counted with FlopCounterMode on unpadded "
+          "single pairs (the plain step loop's FLOPs are the fast path's)")
     return 0
 
 
