@@ -41,6 +41,7 @@ from course_utils.loss import masked_nll_loss  # noqa: E402
 from course_utils.recipes import get_recipe  # noqa: E402
 from course_utils.runtime import resolve_device  # noqa: E402
 from course_utils.seq2seq import Seq2Seq, count_parameters  # noqa: E402
+from course_utils.timing import thread_count  # noqa: E402
 from course_utils.train import make_optimizer, train_step  # noqa: E402
 
 
@@ -66,18 +67,6 @@ class ClassicChunks:
 
     def speed(self) -> float:
         return self.tokens / self.seconds
-
-
-@contextlib.contextmanager
-def thread_count(threads: int | None):
-    """Inside the block torch uses `threads` threads (None: as it is); restored after."""
-    previous = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def fastest_classic_threads(train_ids, src_size: int, tgt_size: int, steps: int) -> dict[int, float]:

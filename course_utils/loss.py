@@ -27,7 +27,7 @@ def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", lab
     Returns:
         scalar tensor. Changing the prediction at a PAD position changes nothing.
 
-    Introduced in notebook 04.
+    Introduced in notebook 05.
     """
     if log_probs.dim() != 3 or tgt.shape != log_probs.shape[:2]:
         raise ValueError(f"log_probs must be (B, T, V) and tgt (B, T) with the same B and T, got "
