@@ -30,13 +30,14 @@ from matplotlib.figure import Figure
 
 from course_utils.decode import forbid_special_tokens, force_decode
 from course_utils.translate import prepare_source, translate
-from course_utils.viz import CELL_INCHES, plot_attention, plot_top_k
+from course_utils.viz import CELL_INCHES, _text_inches, plot_attention, plot_top_k
 
 MODES = ("greedy", "beam")
 DEFAULT_BEAM_WIDTH = 5
 TOP_K = 5
 HINT = "Type a French sentence, e.g. « je suis tres fatigue . », then press Enter."
 EXAMPLE_SENTENCE = "je suis tres content de te voir aujourd hui ."
+FONT_SIZE = 12  # points: tick labels, axis labels and titles of the explorer's figure (matplotlib's default is 10)
 
 
 @dataclass
@@ -176,18 +177,21 @@ def explorer_state(trained, sentence: str, mode: str = "greedy", step: int | Non
 
 # ------------------------------------------------------------------------------------------------ drawing
 
-def _text_inches(labels, fontsize: float = 10.0) -> float:
-    """Rough width (inches) of the longest label: about 0.6 em per character."""
-    return max((len(str(label)) for label in labels), default=1) * 0.6 * fontsize / 72
+def _set_font_size(ax, size: float) -> None:
+    """Tick labels, axis labels and title of `ax` at `size` points; texts inside the axes (bar values) 2 smaller."""
+    ax.tick_params(labelsize=size)
+    for text in (ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts):
+        text.set_fontsize(size - 2 if text in ax.texts else size)
 
 
 def draw_state(state: ExplorerState) -> Figure | None:
-    """Draw one explorer state: heatmap with row t outlined and later rows faded, plus the top-k bar chart.
+    """Draw one explorer state: heatmap with row t outlined and later rows faded, its colour bar, and the top-k bars.
 
-    A model without attention gets the bar chart alone. Returns a matplotlib Figure (created without pyplot, so
-    nothing piles up in notebooks), or None when the state has nothing to draw (hint or error). The layout is
-    computed from the label lengths instead of matplotlib's constrained layout: one draw per redraw instead of
-    three keeps the explorer responsive.
+    The colour bar shows the heatmap's fixed 0..1 weight scale; labels are FONT_SIZE points. A model without
+    attention gets the bar chart alone. Returns a matplotlib Figure (created without pyplot, so nothing piles up in
+    notebooks) whose axes are [heatmap, bar chart, colour bar] ([bar chart] without attention), or None when the
+    state has nothing to draw (hint or error). The layout is computed from the label lengths instead of
+    matplotlib's constrained layout: one draw per redraw instead of three keeps the explorer responsive.
     Introduced in notebook 06.
     """
     if not state.ok:
@@ -195,14 +199,16 @@ def draw_state(state: ExplorerState) -> Figure | None:
     T, S = len(state.output_tokens), len(state.source_tokens)
     tokens, probabilities = zip(*state.top_k, strict=True)
     has_heatmap = state.attention is not None
-    # Every size below is in inches.
-    left = 0.55 + _text_inches(state.output_tokens) if has_heatmap else 0.2
+    bar_title = f"next token after\n« {' '.join(state.tokens_so_far[-3:]) or '<sos>'} »"
+    # Every size below is in inches. Left to right: heatmap, gap, colour bar + its labels, gap, bars.
+    left = 0.7 + _text_inches(state.output_tokens, FONT_SIZE) if has_heatmap else 0.2
     heat_w, heat_h = (CELL_INCHES * S, CELL_INCHES * T) if has_heatmap else (0.0, 0.0)
-    gap = 0.3 + _text_inches(tokens)
-    bar_w, bar_h, right = 2.6, max(0.35 * len(tokens), 1.2), 0.2
-    bottom = 0.55 + (0.75 * _text_inches(state.source_tokens) + 0.1 if has_heatmap else 0.0)
-    top = 0.45
-    width = left + heat_w + gap + bar_w + right
+    colorbar_w, colorbar_room = 0.15, 0.85 + _text_inches(["0.0"], FONT_SIZE) if has_heatmap else 0.0
+    gap = 0.35 + _text_inches(tokens, FONT_SIZE)
+    bar_w, bar_h = 2.8, max(0.42 * len(tokens), 1.4)
+    right = 0.2 + max(0.0, _text_inches(bar_title.split("\n"), FONT_SIZE) - bar_w) / 2  # a long title overhangs
+    bottom, top = 0.65 + (0.75 * _text_inches(state.source_tokens, FONT_SIZE) + 0.1 if has_heatmap else 0.0), 0.8
+    width = left + heat_w + colorbar_room + gap + bar_w + right
     height = bottom + max(heat_h, bar_h) + top
     fig = Figure(figsize=(width, height))
     if has_heatmap:
@@ -212,10 +218,15 @@ def draw_state(state: ExplorerState) -> Figure | None:
         if state.step + 1 < T:  # fade the steps not produced yet
             heat_ax.axhspan(state.step + 0.5, T - 0.5, color="white", alpha=0.55, linewidth=0)
     bar_bottom = bottom + max(heat_h, bar_h) - bar_h  # top-aligned with the heatmap
-    bar_ax = fig.add_axes(((left + heat_w + gap) / width, bar_bottom / height, bar_w / width, bar_h / height))
-    plot_top_k(list(tokens), list(probabilities), ax=bar_ax, highlight=state.chosen,
-               title=f"next token after « {' '.join(state.tokens_so_far[-3:]) or '<sos>'} »")
-    bar_ax.title.set_fontsize(9)
+    bar_ax = fig.add_axes(((left + heat_w + colorbar_room + gap) / width, bar_bottom / height, bar_w / width,
+                           bar_h / height))
+    plot_top_k(list(tokens), list(probabilities), ax=bar_ax, highlight=state.chosen, title=bar_title)
+    if has_heatmap:
+        colorbar_ax = fig.add_axes(((left + heat_w + 0.15) / width, bottom / height, colorbar_w / width,
+                                    heat_h / height))
+        fig.colorbar(heat_ax.images[0], cax=colorbar_ax, label="attention weight")  # the image's fixed 0..1 scale
+    for ax in fig.axes:
+        _set_font_size(ax, FONT_SIZE)
     return fig
 
 

@@ -15,6 +15,7 @@ the 2017 tutorial's tick-label exhibit).
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -32,6 +33,7 @@ from course_utils.metrics import diagonal_deviation
 ATTENTION_CMAP = "viridis"  # perceptually uniform; 0 = dark blue, 1 = bright yellow
 CELL_INCHES = 0.42  # size of one heatmap cell: 10+ tokens stay readable
 HIGHLIGHT_COLOR = "red"
+PANEL_TITLE_SIZE = 10  # points: a grid panel's title, wrapped to the width of its panel
 
 
 class AttentionPlot(NamedTuple):
@@ -80,6 +82,11 @@ def _to_numpy_matrix(weights, source_tokens: Sequence[str], output_tokens: Seque
             f"Translation.output_tokens), or slice the weights to the real lengths"
         )
     return matrix
+
+
+def _text_inches(labels, fontsize: float = 10.0) -> float:
+    """Rough width (inches) of the longest label: about 0.6 em per character."""
+    return max((len(str(label)) for label in labels), default=1) * 0.6 * fontsize / 72
 
 
 def _heatmap_size(num_source: int, num_output: int, colorbar: bool = True) -> tuple[float, float]:
@@ -156,7 +163,8 @@ def plot_attention_2017(weights, source_tokens: Sequence[str], output_tokens: Se
     It calls `ax.set_xticklabels([''] + tokens)` without fixing the tick positions. Matplotlib warns ("set_ticklabels()
     should only be used with a fixed number of ticks"), and the labels land on the right cells only because
     `MultipleLocator(1)` happens to produce an off-screen tick at -1 that swallows the '' label. Drop the ''
-    (`pad_labels=False`, the obvious clean-up) and every label shifts one cell left. Use `plot_attention`.
+    (`pad_labels=False`, the obvious clean-up, applied to both axes) and every source label shifts one cell left,
+    every output label one row up. Use `plot_attention`.
 
     weights: (T, S); source_tokens: S labels; output_tokens: T labels. Returns the figure.
     Introduced in notebook 06.
@@ -201,6 +209,12 @@ def _panel_from(title: str, item, tgt_vocab=None, source_tokens: Sequence[str] |
                     f"(tokens, attention), got {type(item).__name__}")
 
 
+def _panel_title(title: str, statistic: str, width_inches: float) -> str:
+    """`title` wrapped into lines that fit `width_inches` at PANEL_TITLE_SIZE, then `statistic` on a line of its own."""
+    per_line = max(8, int(width_inches / _text_inches(["x"], PANEL_TITLE_SIZE)))
+    return "\n".join(textwrap.wrap(title, per_line, break_on_hyphens=False) + ([statistic] if statistic else []))
+
+
 def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title: str | None = None,
                         show_stats: bool = True) -> Figure:
     """Several heatmaps in one figure, sharing the 0..1 colour scale and one colour bar.
@@ -208,7 +222,9 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
     panels: AttentionPanel(title, weights (T, S) or None, source_tokens, output_tokens) per heatmap; a panel
     without weights (a model without attention) is drawn as a labelled empty box.
     ncols: panels per row. title: figure title. show_stats: add the diagonal deviation (see
-    `metrics.diagonal_deviation`) to each panel's title. Returns the figure. Introduced in notebook 06.
+    `metrics.diagonal_deviation`) to each panel's title, on a line of its own. Panel titles are wrapped to the
+    width of a panel, so that long titles (a model's whole output) never run into the next panel's title.
+    Returns the figure. Introduced in notebook 06.
     """
     panels = list(panels)
     if not panels:
@@ -220,26 +236,29 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
     max_s = max(len(p.source_tokens) for p in panels)
     max_t = max(len(p.output_tokens) for p in panels)
     cell_w, cell_h = _heatmap_size(max_s, max_t, colorbar=False)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(cell_w * ncols + 1.0, cell_h * nrows + 0.4), squeeze=False,
-                             layout="constrained")
+    titles = []
+    for panel in panels:
+        statistic = ""
+        if show_stats and panel.weights is not None:
+            try:
+                statistic = f"(diag. dev. {diagonal_deviation(panel.weights):.2f})"
+            except ValueError:  # rows not summing to 1 (the 2017 location attention): no statistic
+                pass
+        titles.append(_panel_title(panel.title, statistic, cell_w - 1.0))  # the y labels take about an inch
+    title_inches = max(t.count("\n") for t in titles) * 1.2 * PANEL_TITLE_SIZE / 72  # the extra title lines
+    fig, axes = plt.subplots(nrows, ncols, figsize=(cell_w * ncols + 1.0, (cell_h + title_inches) * nrows + 0.4),
+                             squeeze=False, layout="constrained")
     image = None
-    for ax, panel in zip(axes.flat, panels, strict=False):  # axes left over are hidden below
+    for ax, panel, subtitle in zip(axes.flat, panels, titles, strict=False):  # axes left over are hidden below
         if panel.weights is None:
             ax.text(0.5, 0.5, "no attention\n(this model has none)", ha="center", va="center",
                     transform=ax.transAxes)
             ax.set_xticks([])
             ax.set_yticks([])
-            ax.set_title(panel.title)
-            continue
-        subtitle = panel.title
-        if show_stats:
-            try:
-                subtitle += f"  (diag. dev. {diagonal_deviation(panel.weights):.2f})"
-            except ValueError:  # rows not summing to 1 (the 2017 location attention): no statistic
-                pass
-        plot_attention(panel.weights, panel.source_tokens, panel.output_tokens, ax=ax, title=subtitle,
-                       colorbar=False)
-        image = ax.images[0]
+        else:
+            plot_attention(panel.weights, panel.source_tokens, panel.output_tokens, ax=ax, colorbar=False)
+            image = ax.images[0]
+        ax.set_title(subtitle, fontsize=PANEL_TITLE_SIZE)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     if image is not None:

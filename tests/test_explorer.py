@@ -176,7 +176,7 @@ def test_model_without_attention_still_shows_next_token_bars(models):
 def test_figure_highlights_row_t_and_shows_top_k(models):
     state = explorer_state(models["bahdanau"], TEN_WORDS, step=2)
     fig = draw_state(state)
-    heat_ax, bar_ax = fig.axes
+    heat_ax, bar_ax, _ = fig.axes  # and the colour bar
     assert heat_ax.images[0].get_array().shape == state.attention.shape
     outline = [p for p in heat_ax.patches if not p.get_fill()]
     assert len(outline) == 1 and outline[0].get_xy() == (-0.5, 1.5)  # row 2 spans 1.5..2.5
@@ -194,6 +194,28 @@ def test_figure_labels_do_not_overflow_the_canvas(models):
         box = ax.get_tightbbox()
         assert box.x0 >= canvas.x0 - 1 and box.y0 >= canvas.y0 - 1
         assert box.x1 <= canvas.x1 + 1 and box.y1 <= canvas.y1 + 1
+
+
+def test_figure_has_a_zero_to_one_colour_bar_for_the_heatmap(models):
+    state = explorer_state(models["bahdanau"], TEN_WORDS, step=1)
+    fig = draw_state(state)
+    heat_ax, colorbar_ax = fig.axes[0], fig.axes[-1]
+    assert colorbar_ax is heat_ax.images[0].colorbar.ax  # the heatmap's own colour bar
+    assert colorbar_ax.get_ylim() == pytest.approx((0.0, 1.0)) and heat_ax.images[0].get_clim() == (0.0, 1.0)
+    assert "weight" in colorbar_ax.get_ylabel()
+    fig.canvas.draw()
+    assert colorbar_ax.get_window_extent().x0 > heat_ax.get_window_extent().x1  # beside the heatmap, not over it
+    assert colorbar_ax.get_window_extent().x1 < fig.axes[1].get_tightbbox().x0  # and left of the bar chart
+
+
+def test_figure_text_is_larger_than_matplotlib_default(models):
+    default = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["font.size"]).get_size_in_points()
+    fig = draw_state(explorer_state(models["bahdanau"], TEN_WORDS, step=1))
+    fig.canvas.draw()
+    for ax in fig.axes:
+        texts = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label, ax.title]
+        sizes = [text.get_fontsize() for text in texts if text.get_text()]
+        assert sizes and min(sizes) == explorer.FONT_SIZE > default
 
 
 # ------------------------------------------------------------------------ the widget, driven like a user
@@ -257,7 +279,7 @@ def test_without_ipywidgets_static_figure_is_the_fallback(models, monkeypatch, c
     with pytest.raises(ImportError, match="show_static"):
         AttentionExplorer(models)
     fig = explore(models, "je suis xylophone .")
-    assert fig is not None and len(fig.axes) == 2
+    assert fig is not None and len(fig.axes) == 3  # heatmap, bars, colour bar
     out = capsys.readouterr().out
     assert "ipywidgets is not installed" in out and "xylophone" in out
 

@@ -182,6 +182,7 @@ def test_tutorial_2017_version_warns_and_shifts_labels_when_padding_is_dropped()
     labels = visible_tick_labels(shifted.axes[0].xaxis)
     assert labels[0] == SOURCE[1]  # every label one cell to the left: the bug our version avoids
     assert labels[len(SOURCE) - 1] == ""
+    assert visible_tick_labels(shifted.axes[0].yaxis)[0] == OUTPUT[1]  # and every output label one row up
 
 
 # ------------------------------------------------------------------------ grids
@@ -197,6 +198,25 @@ def test_model_comparison_one_panel_per_model_shared_colour_bar():
     assert fig.get_suptitle() == "same sentence"
     for ax in heatmaps:
         assert visible_tick_labels(ax.xaxis) == dict(enumerate(SOURCE))
+
+
+def test_model_comparison_titles_do_not_overlap_however_long_the_outputs():
+    long_output = "i am very very very happy to see you again here today my dear friend . <eos>".split()
+    translations = {name: translation(output=long_output, seed=i)
+                    for i, name in enumerate(["bahdanau", "scaled_dot", "scaled_general"])}
+    fig = plot_model_comparison(translations, ncols=3, title="same sentence")  # three panels in one row
+    fig.canvas.draw()
+    titles = [ax.title for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 3
+    boxes = [title.get_window_extent() for title in titles]
+    for i, box in enumerate(boxes):
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, "a title runs off the figure"
+        for other in boxes[i + 1:]:
+            assert not box.overlaps(other), "two panel titles overlap"
+    for title, name in zip(titles, translations):
+        lines = title.get_text().split("\n")
+        assert lines[0].startswith(f"{name}:") and lines[-1].startswith("(diag. dev.")  # statistic on its own line
+        assert " ".join(lines[:-1]).split() == f"{name}: {translations[name].text}".split()  # wrapped, not cut
 
 
 def test_model_comparison_labels_a_model_without_attention_instead_of_failing():
