@@ -13,7 +13,8 @@ What DIR holds (open DIR/index.html in a browser, from disk or any web server):
                           course_utils.slides, so the deck exists even before the notebooks carry the metadata;
                           key `s` opens the speaker view with the notes)
     solutions.html        for lecturers: every exercise's checker, its docstring and the reference solution's
-                          source (course_utils.exercises.solutions.SOLUTIONS); left out with --no-solutions
+                          source (course_utils.exercises.solutions.SOLUTIONS), then each notebook's questions with
+                          their answers (course_utils.exercises.questions); left out with --no-solutions
     _static/mathjax/      MathJax 2.7.9 copied from the PyPI package jupyter-server-mathjax (requirements.txt)
     _static/reveal.js/    reveal.js 4.6.1, the subset vendored in course_utils/site_static/ (MIT)
 

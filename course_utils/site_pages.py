@@ -1,8 +1,9 @@
 """The site's hand-made pages: the index (each notebook's title and summary) and the lecturers' solutions page.
 
 `describe(notebook, stem)` reads a notebook's title and summary for the index (`NotebookEntry`); `index_page` and
-`solutions_page` write the two pages' HTML; `mathjax_head` is the local-MathJax <head> part that these pages and
-the exported notebooks (course_utils.site_export) share. course_utils.site.build_site writes them into the site.
+`solutions_page` write the two pages' HTML, the latter with the answers to each notebook's questions
+(`questions_section`); `mathjax_head` is the local-MathJax <head> part that these pages and the exported notebooks
+(course_utils.site_export) share. course_utils.site.build_site writes them into the site.
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -94,6 +95,7 @@ pre.doc { white-space: pre-wrap; background: #fafafa; border: 1px solid #eee; pa
 .exercise { margin: 1.2em 0 2em; }
 .highlight { background: #f6f8fa; border: 1px solid #e3e6ea; padding: 0.2em 0.8em; overflow-x: auto; }
 .missing { color: #a33; }
+.questions li { margin: 0.8em 0; } .questions .answer { margin-left: 1em; color: #1d4d2b; }
 """
 
 
@@ -118,7 +120,7 @@ def index_page(entries: list[NotebookEntry], solutions: bool) -> str:
                      f'<p class="links"><a href="{entry.page}">read the notebook</a>'
                      f'<a href="{entry.slides}">slides</a></p>\n</section>')
     lecturers = ('<h2>For lecturers</h2>\n<p><a href="solutions.html">Solutions</a>: every exercise\'s checker '
-                 'and its reference solution.</p>') if solutions else ""
+                 'and its reference solution, and the answers to each notebook\'s questions.</p>') if solutions else ""
     body = ('<h1>Dissecting Attention</h1>\n<p class="lead">A sequence-to-sequence translator (GRU encoder, '
             'attention decoder, French to English) taken apart, one notebook at a time. These pages show the '
             'notebooks as they were run; no Python and no network are needed to read them. Slides: arrow keys to '
@@ -127,8 +129,33 @@ def index_page(entries: list[NotebookEntry], solutions: bool) -> str:
     return _page("Dissecting Attention", body, mathjax=True)
 
 
+def inline_markdown(text: str) -> str:
+    """HTML for one paragraph of the course's plain prose: everything escaped, `code` spans as <code>.
+
+    Used by the package, not a notebook."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def questions_section(notebook: str) -> str:
+    """The "Questions" part of a notebook on the solutions page: each question's kind, prompt and answer.
+
+    Used by the package, not a notebook."""
+    from course_utils.exercises.questions import KIND_LABELS, QUESTIONS
+
+    items = [f'<li class="question {question.kind}"><p><em>({KIND_LABELS[question.kind]})</em> '
+             f'{inline_markdown(question.prompt)}</p>\n<p class="answer"><strong>Answer.</strong> '
+             f'{inline_markdown(question.answer)}</p></li>' for question in QUESTIONS.get(notebook, [])]
+    if not items:
+        return ""
+    return (f'<div class="questions" id="questions-{html.escape(notebook)}">\n<h3>Questions</h3>\n'
+            f'<p>Asked at the end of notebook {html.escape(notebook)} (<code>exercises.show_questions('
+            f'"{html.escape(notebook)}")</code>), answered only here. The shapes are checked against the package\'s '
+            f'code by tests/test_questions.py.</p>\n<ol>\n' + "\n".join(items) + "\n</ol>\n</div>")
+
+
 def solutions_page() -> str:
-    """For lecturers: per notebook, each checker's name and docstring and its reference solution's source.
+    """For lecturers: per notebook, each checker's name and docstring and its reference solution's source, then
+    the answers to the notebook's questions (course_utils.exercises.questions).
 
     Used by the package, not a notebook."""
     from pygments import highlight
@@ -137,6 +164,7 @@ def solutions_page() -> str:
 
     from course_utils import exercises
     from course_utils.exercises import solutions
+    from course_utils.exercises.questions import QUESTIONS
 
     checkers = {name: getattr(exercises, name) for name in dir(exercises) if name.startswith("check_")
                 and callable(getattr(exercises, name))}
@@ -146,7 +174,7 @@ def solutions_page() -> str:
         module = getattr(checkers.get(name), "__module__", "course_utils.exercises").rsplit(".", 1)[-1]
         by_module.setdefault(module, []).append(name)
     formatter = HtmlFormatter()
-    sections = []
+    sections, answered = [], set()
     for module in sorted(by_module):
         notebook = re.match(r"nb(\d+)_(.*)", module)
         heading = f"Notebook {notebook.group(1)}: {notebook.group(2).replace('_', ' ')}" if notebook else module
@@ -160,10 +188,18 @@ def solutions_page() -> str:
                          f'</code></h3>\n<pre class="doc">{html.escape(doc or "(no docstring)")}</pre>\n'
                          f'<p>Reference solution (<code>course_utils/exercises/solutions.py</code>):</p>\n{source}'
                          f'</div>')
+        if notebook:
+            parts.append(questions_section(notebook.group(1)))
+            answered.add(notebook.group(1))
         sections.append("\n".join(parts))
+    for number in sorted(set(QUESTIONS) - answered):  # a notebook with questions but no exercises
+        sections.append(f'<h2 id="notebook-{html.escape(number)}">Notebook {html.escape(number)}</h2>\n'
+                        + questions_section(number))
     body = ('<p><a href="index.html">&larr; all notebooks</a></p>\n<h1>Solutions (for lecturers)</h1>\n'
             '<p class="lead">Each exercise is checked in its notebook by the checker named here; the reference '
-            'solution below passes it (tests/test_exercises.py runs every pair). Students\' copies of the site '
-            'are built without this page (<code>--no-solutions</code>).</p>\n' + "\n".join(sections))
+            'solution below passes it (tests/test_exercises.py runs every pair). After them, the answers to the '
+            'notebook\'s "predict the shape" and concept questions, which the notebook lists without answers. '
+            'Students\' copies of the site are built without this page (<code>--no-solutions</code>).</p>\n'
+            + "\n".join(sections))
     return _page("Solutions · Dissecting Attention", body,
                  head=f'<style type="text/css">{formatter.get_style_defs(".highlight")}</style>\n')

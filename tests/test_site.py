@@ -101,6 +101,20 @@ def test_solutions_page_lists_every_checker_with_its_reference_solution(built):
         assert f'<span class="nf">{solution.__name__}</span>' in page, name  # its def line, highlighted
 
 
+def test_question_answers_are_on_the_solutions_page_and_not_on_the_notebook_page(built):
+    from course_utils.exercises.questions import QUESTIONS
+    from course_utils.site_pages import inline_markdown
+
+    solutions = (built / "solutions.html").read_text(encoding="utf-8")
+    notebook_page = (built / "03_attention_decoder.html").read_text(encoding="utf-8")
+    assert 'id="questions-03"' in solutions and 'id="questions-03"' not in notebook_page
+    for question in QUESTIONS["03"]:
+        assert inline_markdown(question.prompt) in solutions and inline_markdown(question.answer) in solutions
+        prose = max((part.strip() for part in question.answer.split("`")[::2]), key=len)  # outside code spans
+        assert len(prose) > 40 and html.escape(prose) in solutions
+        assert html.escape(prose) not in notebook_page, prose  # the notebook shows the prompts only
+
+
 def test_every_stored_notebook_has_a_title_and_summary_for_the_index():
     notebooks = sorted(site.NOTEBOOKS.glob("*.ipynb"))
     assert len(notebooks) >= 6

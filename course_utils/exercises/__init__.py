@@ -27,6 +27,9 @@ notebook's module; call the student's function ONLY through
 it is False), use `expect` for each comparison and end with `passed(...)`; re-export it here, add its reference
 solution to `solutions.SOLUTIONS` and its typical mistakes to tests/test_exercises_nbNN.py.
 
+`questions` holds each notebook's "predict the shape" and concept questions (`QUESTIONS`); a notebook's last cell
+lists them with `exercises.show_questions("NN")`, and their answers are on the site's solutions page only.
+
 Introduced in notebook 01.
 """
 from course_utils.exercises.nb01_data import (
@@ -84,6 +87,7 @@ from course_utils.exercises.nb08_attention_classification import (
     check_rationale_precision_recall,
     check_sparsity,
 )
+from course_utils.exercises.questions import QUESTIONS, Question, show_questions
 
 __all__ = [
     "ATTENTION_LENGTHS", "ATTENTION_PARAMETER_CASES", "BEAM_STEP_CASES", "ENCODE_CASES", "ENCODE_VOCAB_SENTENCES",
@@ -96,4 +100,5 @@ __all__ = [
     "check_masked_softmax", "check_normalize", "check_pad_fraction", "check_perplexity",
     "check_bag_of_words_logits", "check_rationale_precision_recall", "check_sparsity",
     "check_beam_step", "check_replace_unknown", "check_sampling_distribution",
+    "QUESTIONS", "Question", "show_questions",
 ]
