@@ -16,9 +16,9 @@ MISTAKES = [  # checker, typical wrong solution, a word of the expected hint
     (exercises.check_encode, lambda vocab, sentence: [vocab.word2index[w] for w in sentence.split()] + [data.EOS_ID],
      "UNK_ID"),
     (exercises.check_encode, lambda vocab, sentence: [vocab[w] for w in sentence.split()], "ends with EOS_ID"),
-    # "".split(" ") is [""]: the empty sentence gets an <unk>
+    # "".split(" ") is [""]: the empty sentence gets an <unk>; the hint must not recommend that very split
     (exercises.check_encode, lambda vocab, sentence: [vocab[w] for w in sentence.split(" ")] + [data.EOS_ID],
-     "UNK_ID"),
+     "empty sentence has no words"),
     (exercises.check_pad_fraction, lambda batch: (batch.src == data.PAD_ID).sum().item() / batch.src.size(0),
      "B \\* S"),  # per row
     (exercises.check_pad_fraction, lambda batch: (batch.src == data.PAD_ID).sum().item(), "B \\* S"),  # a count

@@ -77,7 +77,13 @@ def check_encode(student_fn: Callable[[data.Vocab, str], list[int]]) -> None:
         got, expected = call(sentence), vocab.encode(sentence)
         if isinstance(got, torch.Tensor):
             got = got.tolist()
-        why = "every sentence ends with EOS_ID" if not got or got[-1] != data.EOS_ID else hint
+        if not got or got[-1] != data.EOS_ID:
+            why = "every sentence ends with EOS_ID"
+        elif sentence == "":  # "".split(" ") is [""]: one empty word, an <unk>
+            why = ("the empty sentence has no words, but ''.split(' ') returns [''] (one empty word, an <unk>): "
+                   "use sentence.split(), or handle '' on its own, then append EOS_ID")
+        else:
+            why = hint
         expect(list(got) == expected, f"encode(vocab, {sentence!r}) returned {got!r}, expected {expected!r}. "
                                       f"Hint: {why}.")
     passed(exercise, f"your function agrees with Vocab.encode on all {len(ENCODE_CASES)} sentences, "
