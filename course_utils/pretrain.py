@@ -34,10 +34,11 @@ if TYPE_CHECKING:
 NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat", "lecture-none")
 
 # Estimates before the first model of a run has trained; afterwards the run's own measured times are used.
-# Full mode: `python -m course_utils train --recipe lecture-bahdanau` took 120 s for its 10 epochs (dev evaluation
-# included) on a quiet 2-core CPU, i.e. 12 s per epoch. Fast mode: one short epoch (300 pairs, dev BLEU on 100);
+# Full mode: the retuned lecture-bahdanau trained its 10 epochs in 172 s on the quiet 2-core course machine
+# (benchmarks/time_to_quality.py, dev evaluation excluded); with the evaluation about 20 s per epoch. Fast mode: one
+# short epoch (300 pairs, dev BLEU on 100);
 # `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
-SECONDS_PER_EPOCH = 12.0
+SECONDS_PER_EPOCH = 20.0
 FAST_SECONDS_PER_MODEL = 30.0
 # Notebook 08's classifiers (5 epochs on the whole train split): its seven trained in 9 min 40 s on a busy 2-core CPU,
 # about 85 s each; fast mode (FAST_CLASSIFIER: 2 epochs on 1,000 pairs) takes seconds.
