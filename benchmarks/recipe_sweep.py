@@ -30,9 +30,9 @@ import torch
 
 from course_utils.data import load_course_data
 from course_utils.evaluate import evaluate
-from course_utils.recipes import Recipe, get_recipe
-from course_utils.seq2seq import ModelConfig, Seq2Seq
-from course_utils.train import TrainConfig, train
+from course_utils.recipes import Recipe, get_recipe, train_recipe
+from course_utils.seq2seq import ModelConfig
+from course_utils.train import TrainConfig
 
 RESULTS = Path(__file__).resolve().parent / "results" / "recipe_sweep.json"
 MODEL_FIELDS = {field.name for field in dataclasses.fields(ModelConfig)}
@@ -59,17 +59,14 @@ def apply(recipe: Recipe, settings: dict) -> Recipe:
 
 
 def run_one(job: tuple[str, str, dict, int, str, int]) -> dict:
-    """Train one (variant, seed) as train_recipe does and score it on the dev split."""
+    """Train one (variant, seed) with train_recipe and score it on the dev split."""
     recipe_name, variant, settings, seed, device, threads = job
     torch.set_num_threads(threads)
     data = load_course_data(verbose=False)
     recipe = apply(get_recipe(recipe_name), settings)
-    config = recipe.train_config(seed=seed, device=device)
-    torch.manual_seed(config.seed)  # the weights' initialisation, exactly as train_recipe
-    model = Seq2Seq(recipe.model_config(data.src_vocab, data.tgt_vocab))
     started = time.perf_counter()
-    history = train(model, data, config, progress=False, log=None)
-    wall = time.perf_counter() - started
+    trained = train_recipe(recipe, data, progress=False, log=None, seed=seed, device=device)
+    wall, model, history = time.perf_counter() - started, trained.model, trained.history
     dev = evaluate(model, data.splits.dev, data.src_vocab, data.tgt_vocab, beam_width=recipe.beam_width)
     return {"recipe": recipe_name, "variant": variant, "settings": settings, "seed": seed,
             "dev_bleu": round(dev.bleu, 2), "decoding": "greedy" if recipe.beam_width == 1 else
