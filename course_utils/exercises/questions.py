@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import torch
+from course_utils.exercises import question_shapes
+from course_utils.exercises.question_shapes import Shapes
 
-Shapes = tuple[tuple[int, ...], ...]
 KINDS = ("shape", "concept")
 KIND_LABELS = {"shape": "predict the shape", "concept": "concept"}
 SITE_COMMAND = "python -m course_utils site --output DIR"
@@ -52,209 +52,6 @@ def format_shape(shape: tuple[int, ...]) -> str:
     return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
 
 
-# ------------------------------------------------------------------------------------------- shared tiny setups
-def _shapes(*tensors) -> Shapes:
-    return tuple(tuple(t.shape) for t in tensors)
-
-
-def _vocab(words: str):
-    from course_utils.vocab import Vocab
-
-    return Vocab.build([words])
-
-
-def _seq2seq(src_vocab_size: int, tgt_vocab_size: int, **config):
-    from course_utils.seq2seq import ModelConfig, Seq2Seq
-
-    torch.manual_seed(0)
-    return Seq2Seq(ModelConfig(src_vocab_size, tgt_vocab_size, **config)).eval()
-
-
-def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """src (B, S) of random real ids, each row ending with EOS and padded, and its lengths (B,)."""
-    from course_utils.data import EOS_ID, PAD_ID
-
-    generator = torch.Generator().manual_seed(0)
-    src = torch.full((len(lengths), max(lengths)), PAD_ID)
-    for row, length in enumerate(lengths):
-        src[row, :length - 1] = torch.randint(4, vocab_size, (length - 1,), generator=generator)
-        src[row, length - 1] = EOS_ID
-    return src, torch.tensor(lengths)
-
-
-# ------------------------------------------------------------------------------------------- 01 data
-def _nb01_collate() -> Shapes:
-    from course_utils import data
-
-    def words(n: int, first: str) -> str:
-        return " ".join(f"{first}{i}" for i in range(n))
-
-    pairs = [data.Pair(words(n, "f"), words(m, "e")) for n, m in ((4, 3), (7, 5), (2, 6))]
-    src_vocab = data.Vocab.build(p.source for p in pairs)
-    tgt_vocab = data.Vocab.build(p.target for p in pairs)
-    dataset = data.TranslationDataset(pairs, src_vocab, tgt_vocab)
-    batch = data.collate_batch([dataset[i] for i in range(len(dataset))])
-    return _shapes(batch.src, batch.src_lengths, batch.src_mask, batch.tgt)
-
-
-def _nb01_column() -> Shapes:
-    from course_utils import data
-
-    sentence = "je suis fatigue ."
-    return _shapes(data.tensor_from_sentence(_vocab(sentence), sentence))
-
-
-# ------------------------------------------------------------------------------------------- 02 encoder
-def _nb02_encoder() -> Shapes:
-    from course_utils.encoder import EncoderRNN
-
-    torch.manual_seed(0)
-    encoder = EncoderRNN(50, 32, 256, bidirectional=True).eval()
-    src, lengths = _padded([7, 5, 3, 6], 50)
-    encoded = encoder(src, lengths)
-    return _shapes(encoded.outputs, encoded.final)
-
-
-def _nb02_raw_gru() -> Shapes:
-    from course_utils.encoder import EncoderRNN
-
-    torch.manual_seed(0)
-    encoder = EncoderRNN(50, 32, 256, bidirectional=True).eval()
-    src, _ = _padded([7, 5, 3, 6], 50)
-    outputs, h_n = encoder.gru(encoder.embedding(src))  # (B, S, E) unpacked
-    return _shapes(outputs, h_n)
-
-
-# ------------------------------------------------------------------------------------------- 03 attention decoder
-def _nb03_bahdanau_step() -> Shapes:
-    from course_utils.attention import BahdanauAttention
-
-    torch.manual_seed(0)
-    attention = BahdanauAttention(query_size=32, key_size=64, attention_size=32)
-    keys = torch.randn(3, 8, 64)
-    mask = torch.arange(8)[None, :] < torch.tensor([8, 5, 3])[:, None]  # (3, 8)
-    projected = attention.project_keys(keys)
-    context, weights = attention(torch.randn(3, 32), keys, mask, projected)
-    return _shapes(projected, context, weights)
-
-
-def _nb03_location() -> Shapes:
-    model = _seq2seq(20, 30, attention="location", hidden_size=16)
-    src, lengths = _padded([5, 3], 20)
-    tgt, _ = _padded([4, 2], 30)
-    with torch.no_grad():
-        output = model(src, lengths, tgt)
-    return _shapes(output.log_probs, output.attention)
-
-
-# ------------------------------------------------------------------------------------------- 04 Bahdanau vs Luong
-def _nb04_general() -> Shapes:
-    from course_utils.attention import GeneralAttention
-
-    torch.manual_seed(0)
-    attention = GeneralAttention(query_size=16, key_size=32)
-    mask = torch.arange(7)[None, :] < torch.tensor([7, 4])[:, None]  # (2, 7)
-    context, weights = attention(torch.randn(2, 5, 16), torch.randn(2, 7, 32), mask)
-    return _shapes(attention.linear.weight, context, weights)
-
-
-def _nb04_gru_inputs() -> Shapes:
-    from course_utils.decoder import BahdanauDecoder, LuongDecoder
-
-    torch.manual_seed(0)
-    decoders = [BahdanauDecoder(16, 32, 64, 40), LuongDecoder(16, 32, 64, 40, score="general"),
-                LuongDecoder(16, 32, 64, 40, score="general", input_feeding=True)]
-    return _shapes(*(decoder.gru.weight_ih_l0 for decoder in decoders))
-
-
-# ------------------------------------------------------------------------------------------- 05 training
-def _nb05_loss() -> Shapes:
-    import torch.nn.functional as F
-
-    from course_utils.data import EOS_ID, PAD_ID
-    from course_utils.loss import masked_nll_loss
-
-    torch.manual_seed(0)
-    B, T, V = 2, 4, 7
-    log_probs = F.log_softmax(torch.randn(B, T, V), dim=-1)
-    tgt = torch.tensor([[5, 6, EOS_ID, PAD_ID], [4, EOS_ID, PAD_ID, PAD_ID]])
-    return _shapes(log_probs.reshape(B * T, V), tgt.reshape(B * T), masked_nll_loss(log_probs, tgt))
-
-
-def _nb05_greedy() -> Shapes:
-    from course_utils.data import EOS_ID
-    from course_utils.decode import greedy_decode
-
-    model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
-    with torch.no_grad():
-        model.decoder.out.bias[EOS_ID] = -1e4  # no row ends early: every row runs to the cap
-    src, lengths = _padded([5, 4, 2], 20)
-    output = greedy_decode(model, src, lengths, max_length=6)
-    return _shapes(output.tokens, output.lengths, output.attention, output.log_prob)
-
-
-# ------------------------------------------------------------------------------------------- 06 heatmaps
-def _nb06_forced() -> Shapes:
-    from course_utils.metrics import attention_entropy
-    from course_utils.translate import translate_forced
-
-    source, output = "nous sommes en retard .", "we are late ."
-    src_vocab, tgt_vocab = _vocab(source), _vocab(output)
-    model = _seq2seq(len(src_vocab), len(tgt_vocab), attention="bahdanau", embedding_size=8, hidden_size=16)
-    translation = translate_forced(model, src_vocab, tgt_vocab, source, output)
-    return _shapes(translation.attention, attention_entropy(translation.attention))
-
-
-# ------------------------------------------------------------------------------------------- 07 decoding
-def _nb07_beam_step() -> Shapes:
-    from course_utils.data import SOS_ID
-    from course_utils.decode import forbid_special_tokens
-
-    model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=32)
-    src, lengths = _padded([6], 20)
-    with torch.no_grad():
-        memory, state = model.encode(src, lengths)  # a batch of one
-        first = model.decoder.step(torch.tensor([SOS_ID]), state, memory)
-        top_log_probs, tokens = forbid_special_tokens(first.log_probs)[0].topk(4)  # N = 4 open hypotheses
-        parents = torch.zeros(4, dtype=torch.long)  # all four extend the empty prefix
-        every_row = memory.index_select(torch.zeros_like(parents))
-        second = model.decoder.step(tokens, first.state.index_select(parents), every_row)
-        candidates = (top_log_probs[:, None] + forbid_special_tokens(second.log_probs)).reshape(-1)
-    return _shapes(every_row.keys, second.log_probs, candidates)
-
-
-def _nb07_sample() -> Shapes:
-    from course_utils.decode import sample_decode
-
-    model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
-    src_ids, _ = _padded([6], 20)
-    output = sample_decode(model, src_ids.repeat(8, 1), torch.full((8,), 6), temperature=1.0, max_length=1,
-                           generator=torch.Generator().manual_seed(0))
-    return _shapes(output.tokens, output.attention, output.log_prob)
-
-
-# ------------------------------------------------------------------------------------------- 08 classification
-def _nb08_gated() -> Shapes:
-    from course_utils.classifier import AttentionClassifier
-
-    torch.manual_seed(0)
-    model = AttentionClassifier(30, embedding_size=8, hidden_size=16)
-    words, lengths = _padded([5, 4, 3, 5], 30)
-    mask = torch.arange(5)[None, :] < lengths[:, None]
-    output = model(words, mask)
-    return _shapes(output.logits, output.weights, output.sparsity)
-
-
-def _nb08_bag_of_words() -> Shapes:
-    from course_utils.classifier import BagOfWordsClassifier
-
-    model = BagOfWordsClassifier(30)
-    words, lengths = _padded([5, 4, 3, 5], 30)
-    mask = torch.arange(5)[None, :] < lengths[:, None]
-    counts = torch.zeros(4, 30).scatter_add_(1, words, mask.float())  # (B, V) each word's count
-    return _shapes(model.word_scores.weight, counts, model(words, mask).logits)
-
-
 # ------------------------------------------------------------------------------------------- the questions
 def _shape(notebook: str, prompt: str, answer: str, shapes: Shapes, compute: Callable[[], Shapes]) -> Question:
     return Question(notebook, "shape", prompt, answer, shapes, compute)
@@ -274,13 +71,13 @@ QUESTIONS: dict[str, list[Question]] = {
                "every sentence, so the longest source has 7 + 1 = 8 tokens and the longest target 6 + 1 = 7; the "
                "targets carry no `<sos>` (the decoder adds it). Shorter rows are padded with `<pad>` to the "
                "longest one, `src_lengths` holds the real lengths (5, 8, 3) and `src_mask` is True on real tokens.",
-               ((3, 8), (3,), (3, 8), (3, 7)), _nb01_collate),
+               ((3, 8), (3,), (3, 8), (3, 7)), question_shapes.nb01_collate),
         _shape("01", "The 2017 tutorial's form: what shape does `data.tensor_from_sentence(vocab, \"je suis fatigue "
                      ".\")` return?",
                "(5, 1): four tokens (`.` is a word of its own) plus `<eos>`, as a column. The tutorial feeds one "
                "sentence at a time in `nn.GRU`'s default layout `(seq_len, batch, features)`, so the batch axis "
                "has size 1; the course's batches are `(B, S)` instead.",
-               ((5, 1),), _nb01_column),
+               ((5, 1),), question_shapes.nb01_column),
         _concept("01", "Why does `split_pairs` split by French sentence rather than by pair?",
                  "The corpus often holds several English translations of one French sentence. A per-pair split "
                  "puts some of them in train and others in test, so the model is tested on French sentences it "
@@ -301,14 +98,14 @@ QUESTIONS: dict[str, list[Question]] = {
                "side (K = 2H). `final` (4, 256): the forward state after the last word and the backward state "
                "after reading back to the first are concatenated (2H = 512) and the bridge "
                "`tanh(Linear(2H, H_dec))` maps them to the decoder's hidden size, H_dec = H = 256 by default.",
-               ((4, 7, 512), (4, 256)), _nb02_encoder),
+               ((4, 7, 512), (4, 256)), question_shapes.nb02_encoder),
         _shape("02", "Inside that encoder, `encoder.gru` is `nn.GRU(32, 256, batch_first=True, "
                      "bidirectional=True)`. Called directly (unpacked) on the embedded batch of shape (4, 7, 32), "
                      "it returns `(outputs, h_n)`. What are their shapes?",
                "`outputs` (4, 7, 512) and `h_n` (2, 4, 256). `batch_first` applies to the input and the outputs "
                "only: the hidden state is always `(num_layers * num_directions, B, H)`, here one layer and two "
                "directions. The encoder concatenates the two directions into `(B, 2H)` before its bridge.",
-               ((4, 7, 512), (2, 4, 256)), _nb02_raw_gru),
+               ((4, 7, 512), (2, 4, 256)), question_shapes.nb02_raw_gru),
         _concept("02", "Why does the encoder pack its batch (`pack_padded_sequence`) instead of running the GRU "
                        "over the padded tensor?",
                  "Unpacked, the GRU also reads the `<pad>` tokens after a short sentence. The pad embedding is "
@@ -332,7 +129,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "source position. The context: (3, 64), a weighted sum of keys has the keys' size K, not the "
                "decoder's H. The weights: (3, 8), one per source position, each row summing to 1 and exactly 0 "
                "on the pads.",
-               ((3, 8, 32), (3, 64), (3, 8)), _nb03_bahdanau_step),
+               ((3, 8, 32), (3, 64), (3, 8)), question_shapes.nb03_bahdanau_step),
         _shape("03", "The 2017 tutorial's decoder (`ModelConfig(..., attention=\"location\", hidden_size=16)`, "
                      "`MAX_LENGTH` = 10, a target vocabulary of 30 words) runs a teacher-forced pass over `src` "
                      "(2, 5) and `tgt` (2, 4). What shapes have `log_probs` and `attention`?",
@@ -340,7 +137,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "per source position (content-based attention would give (2, 4, 5)). The keys are zero-padded to "
                "the 10 slots, the weights are computed from the previous word and state without reading them, "
                "and the slots past the end of a sentence get weight too: nothing masks them.",
-               ((2, 4, 30), (2, 4, 10)), _nb03_location),
+               ((2, 4, 30), (2, 4, 10)), question_shapes.nb03_location),
         _concept("03", "Why is the mask applied to the scores before the softmax, and what goes wrong without it?",
                  "Filling the pads' scores with `-inf` before the softmax gives them exactly 0 weight (exp(-inf) = "
                  "0) and the real tokens' weights alone sum to 1. A pad's score is an ordinary finite number (its "
@@ -361,7 +158,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "`linear.weight` (32, 16): it stores `W^T`, projecting each query to the keys' size; the context "
                "(2, 5, 32), one weighted sum of keys per decoder step; the weights (2, 5, 7), one distribution "
                "over the 7 source positions per step.",
-               ((32, 16), (2, 5, 32), (2, 5, 7)), _nb04_general),
+               ((32, 16), (2, 5, 32), (2, 5, 7)), question_shapes.nb04_general),
         _shape("04", "With E = 16, H = 32, keys of size K = 64 and 40 target words: what is the shape of "
                      "`decoder.gru.weight_ih_l0` for a `BahdanauDecoder`, a `LuongDecoder` and a `LuongDecoder` "
                      "with `input_feeding=True`?",
@@ -369,7 +166,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "stacked gates, 3H = 96. Bahdanau's GRU reads `[E y; c]`, E + K = 80 inputs, because it attends "
                "before the step; Luong's reads the embedding alone (it attends after the step), and with input "
                "feeding also the previous attentional state, E + H = 48.",
-               ((96, 80), (96, 16), (96, 48)), _nb04_gru_inputs),
+               ((96, 80), (96, 16), (96, 48)), question_shapes.nb04_gru_inputs),
         _concept("04", "Why does the scaled dot product divide the scores by sqrt(K)?",
                  "For queries and keys with unit-variance entries, `q^T k` has variance K, so its spread grows like "
                  "sqrt(K): with large K the scores span tens of units, the softmax puts nearly all the weight on "
@@ -391,14 +188,14 @@ QUESTIONS: dict[str, list[Question]] = {
                "(8, 7) and (8,): `log_probs.reshape(B * T, V)` and `tgt.reshape(B * T)`. The loss is a scalar, "
                "shape (), the mean negative log-probability over the real target tokens only "
                "(`ignore_index=PAD_ID`).",
-               ((8, 7), (8,), ()), _nb05_loss),
+               ((8, 7), (8,), ()), question_shapes.nb05_loss),
         _shape("05", "`decode.greedy_decode(model, src, src_lengths, max_length=6)` runs on 3 sentences, `src` (3, 5), "
                      "with a Bahdanau model and 40 target words, and no row produces `<eos>` before the cap. What "
                      "shapes have `tokens`, `lengths`, `attention` and `log_prob`?",
                "`tokens` (3, 6), `lengths` (3,), `attention` (3, 6, 5) and `log_prob` (3,): one row per sentence, "
                "one column per output step up to the cap of 6, one attention row per output step over the 5 "
                "source positions, and one total log-probability per sentence.",
-               ((3, 6), (3,), (3, 6, 5), (3,)), _nb05_greedy),
+               ((3, 6), (3,), (3, 6, 5), (3,)), question_shapes.nb05_greedy),
         _concept("05", "Why is the mean of the per-batch perplexities not the perplexity of the set?",
                  "Perplexity is exp of the mean negative log-likelihood per token, so the batches' losses must be "
                  "averaged weighted by their token counts first and exponentiated last: `exp(sum(n_i L_i) / "
@@ -418,7 +215,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "`attention` (5, 6): one row per output token and one column per source token. T = 5: `we`, "
                "`are`, `late`, `.` and the `<eos>` that is appended to the forced output; S = 6: the five French "
                "tokens and `<eos>`. The entropy is (5,), one number per row (output step), between 0 and log 6.",
-               ((5, 6), (5,)), _nb06_forced),
+               ((5, 6), (5,)), question_shapes.nb06_forced),
         _concept("06", "Why does the entropy of a heatmap row lie between 0 and log S, and what do the two ends "
                        "mean?",
                  "A row is a probability distribution over the S source tokens (`<eos>` included). Its entropy is "
@@ -448,13 +245,13 @@ QUESTIONS: dict[str, list[Question]] = {
                "`log_probs` (4, 40): one row per hypothesis. `candidates` (160,): every one-word extension, the "
                "(N, V) table of total log-probabilities flattened to N * V; a flat index i of its top k gives "
                "the parent `i // V` and the new word `i % V`.",
-               ((4, 6, 32), (4, 40), (160,)), _nb07_beam_step),
+               ((4, 6, 32), (4, 40), (160,)), question_shapes.nb07_beam_step),
         _shape("07", "`sample_decode` draws the first word of one 6-token sentence 8 times: `src_ids.repeat(8, 1)`, "
                      "`max_length=1`. What shapes have `tokens`, `attention` and `log_prob`?",
                "`tokens` (8, 1), `attention` (8, 1, 6) and `log_prob` (8,): the 8 copies are a batch, each row "
                "one independent draw of one step; the attention has one row per output step over the 6 source "
                "tokens; `log_prob` is the model's (untempered) log-probability of each row's tokens.",
-               ((8, 1), (8, 1, 6), (8,)), _nb07_sample),
+               ((8, 1), (8, 1, 6), (8,)), question_shapes.nb07_sample),
         _concept("07", "Why does beam search rank its finished hypotheses by a length-normalised score?",
                  "Every word adds a negative log-probability, so the total log P only decreases as a hypothesis "
                  "grows: ranked by it (`length_penalty=0`) beam search prefers short outputs. Dividing by "
@@ -473,14 +270,14 @@ QUESTIONS: dict[str, list[Question]] = {
                "`logits` (4, 6), one score per subject class (i, he, she, you, we, they); `weights` (4, 5), one "
                "gate per word, 0 on padding; `sparsity` is a scalar, shape (), the fraction of each sentence's "
                "words kept, averaged over the sentences.",
-               ((4, 6), (4, 5), ()), _nb08_gated),
+               ((4, 6), (4, 5), ()), question_shapes.nb08_gated),
         _shape("08", "The bag-of-words baseline, `BagOfWordsClassifier(vocab_size=30)`, on `words` (4, 5): what "
                      "shapes have `word_scores.weight`, the word counts and the logits `counts @ W + b`?",
                "`word_scores.weight` (30, 6): one row of class scores per word (W stored as an embedding); the "
                "counts (4, 30), one count per sentence and vocabulary word, pads not counted; the logits (4, 6). "
                "The model sums the rows of a sentence's words instead of building the (B, V) counts: the same "
                "result.",
-               ((30, 6), (4, 30), (4, 6)), _nb08_bag_of_words),
+               ((30, 6), (4, 30), (4, 6)), question_shapes.nb08_bag_of_words),
         _concept("08", "The lecture's sparsity term is `weights.masked_fill(mask, 0.0).mean()` with `mask = words != "
                        "PAD_ID`. Why did it print 0 for the example sentence, and what does the penalty push on?",
                  "`masked_fill` writes the value where the mask is True, and the mask is True on the words: the "
