@@ -30,6 +30,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import run_jobs  # noqa: E402
+
 from course_utils.data import TranslationDataset, collate_batch, load_course_data
 from course_utils.evaluate import evaluate
 from course_utils.metrics import attention_entropy
@@ -142,15 +145,10 @@ def main(argv=None) -> int:
         print(f"  {record['recipe']} seed {record['seed']}: test BLEU {record['test_bleu']}", flush=True)
 
     if args.workers > 1:
-        import multiprocessing
-
-        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            for record in pool.imap_unordered(_worker, jobs):
-                keep(record)
-    else:
+        run_jobs(_worker, jobs, args.workers, keep)
+    else:  # one process: the data is loaded once for all runs
         data = load_course_data(verbose=False)
-        for name, seed, device in jobs:
-            keep(run_one(name, seed, device, data))
+        run_jobs(lambda job: run_one(*job, data), jobs, 1, keep)
     print(summary(records))
     print(f"written to {args.output}")
     return 0

@@ -1,9 +1,12 @@
-"""Shared pieces of the benchmark scripts: machine description, matmul peak, FLOP counting, data loading."""
+"""Shared pieces of the benchmark scripts: machine description, matmul peak, FLOP counting, data loading, runs in
+parallel processes."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import platform
 import time
+from collections.abc import Callable, Iterable
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -67,3 +70,16 @@ def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
     line = lambda cells: "  ".join(str(cell).ljust(width) for cell, width in zip(cells, widths))
     return "\n".join([line(header), line(["-" * width for width in widths])] + [line(row) for row in rows])
+
+
+def run_jobs(function: Callable, jobs: Iterable, workers: int, on_result: Callable) -> None:
+    """Call `function(job)` for every job and hand each result to `on_result` as soon as it arrives: in `workers`
+    spawned processes (results in the order they finish; `function` must be importable) when workers > 1, else one
+    after the other in this process."""
+    if workers > 1:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            for result in pool.imap_unordered(function, jobs):
+                on_result(result)
+    else:
+        for job in jobs:
+            on_result(function(job))

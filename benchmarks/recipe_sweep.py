@@ -28,6 +28,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import run_jobs  # noqa: E402
+
 from course_utils.data import load_course_data
 from course_utils.evaluate import evaluate
 from course_utils.recipes import Recipe, get_recipe, train_recipe
@@ -119,15 +122,7 @@ def main(argv=None) -> int:
         print(f"  {record['variant']} seed {record['seed']}: dev BLEU {record['dev_bleu']} "
               f"({sum(record['epoch_seconds']):.0f} s)", flush=True)
 
-    if args.workers > 1:
-        import multiprocessing
-
-        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            for record in pool.imap_unordered(run_one, jobs):
-                keep(record)
-    else:
-        for job in jobs:
-            keep(run_one(job))
+    run_jobs(run_one, jobs, args.workers, keep)
     print(summary(records))
     print(f"written to {args.output}")
     return 0

@@ -42,3 +42,15 @@ def test_committed_sweep_records_are_dev_scores_of_real_fields():
     for record in records:
         epochs = record["settings"].get("epochs", get_recipe(record["recipe"]).train.epochs)
         assert len(record["dev_bleu_per_epoch"]) <= epochs  # a time budget may stop a run early
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_run_jobs_hands_every_result_to_the_callback_in_one_process_or_several(workers):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from common import run_jobs
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    results = []
+    run_jobs(abs, [-3, 1, -2], workers, results.append)  # abs: importable in a spawned process
+    assert sorted(results) == [1, 2, 3]
