@@ -54,7 +54,7 @@ class ClassicChunks:
         self.model = classic.make_classic(src_size, tgt_size, seed)
         self.optimizers = [torch.optim.SGD(part.parameters(), lr=classic.LEARNING_RATE) for part in self.model]
         self.train_ids, self.threads, self.draw = train_ids, threads, random.Random(seed)
-        self.tokens, self.seconds = 0, 0.0
+        self.reset()
 
     def run(self, steps: int) -> None:
         """Train `steps` single-pair steps and add their target tokens and seconds to the totals."""
@@ -68,6 +68,10 @@ class ClassicChunks:
     def speed(self) -> float:
         return self.tokens / self.seconds
 
+    def reset(self) -> None:
+        """Start new totals (the model and the stream of pairs go on)."""
+        self.tokens, self.seconds = 0, 0.0
+
 
 def fastest_classic_threads(train_ids, src_size: int, tgt_size: int, steps: int) -> dict[int, float]:
     """{threads: classic tokens/s} for 1 thread and torch's default, `steps` steps each after a warm-up."""
@@ -75,7 +79,7 @@ def fastest_classic_threads(train_ids, src_size: int, tgt_size: int, steps: int)
     for threads in sorted({1, torch.get_num_threads()}):
         chunks = ClassicChunks(train_ids, src_size, tgt_size, threads)
         chunks.run(10)  # warm-up
-        chunks.tokens, chunks.seconds = 0, 0.0
+        chunks.reset()
         chunks.run(steps)
         speeds[threads] = chunks.speed()
     return speeds
@@ -228,7 +232,7 @@ def main(argv=None) -> int:
     rows, classic_tokens, classic_seconds = [], 0, 0.0
     for name in args.recipes:
         recipe = get_recipe(name)
-        chunks.tokens, chunks.seconds = 0, 0.0  # this recipe's ratio uses the classic chunks of its own rounds
+        chunks.reset()  # this recipe's ratio uses the classic chunks of its own rounds
         classic_round = partial(chunks.run, steps // args.rounds)
         speeds, model, batch_size = engine_throughput(recipe, data, seconds, device, args.batch_size, variants,
                                                       args.rounds, before_round=classic_round)

@@ -16,6 +16,7 @@ quality against time: greedy dev BLEU after every epoch against the training sec
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -31,17 +32,14 @@ from course_utils.corpus import data_dir  # noqa: E402
 from course_utils.evaluate import evaluate  # noqa: E402
 from course_utils.metrics import corpus_scores  # noqa: E402
 from course_utils.recipes import DEFAULT_RECIPE, get_recipe, train_recipe  # noqa: E402
+from course_utils.timing import thread_count  # noqa: E402
 
 
 def run_classic(data, steps: int, seed: int) -> dict:
     """The classic recipe, on one thread (its fastest setting: its matrices are too small to share)."""
     train_ids = id_pairs(data.splits.train, data.src_vocab, data.tgt_vocab)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with thread_count(1):
         run = classic.train_classic(train_ids, len(data.src_vocab), len(data.tgt_vocab), steps=steps, seed=seed)
-    finally:
-        torch.set_num_threads(threads)
     hypotheses = [" ".join(data.tgt_vocab.decode(classic.classic_translate(run.model, data.src_vocab.encode(p.source))))
                   for p in data.splits.test]
     scores = corpus_scores(hypotheses, [pair.target for pair in data.splits.test])
@@ -60,7 +58,7 @@ def run_recipe(data, name: str, time_budget: float | None, device: str = "cpu") 
     result = evaluate(trained.model, data.splits.test, data.src_vocab, data.tgt_vocab, beam_width=recipe.beam_width)
     decoding = "greedy" if recipe.beam_width == 1 else f"beam {recipe.beam_width}"
     history = trained.history
-    elapsed = [sum(history.epoch_seconds[:epoch + 1]) for epoch in range(history.epochs)]
+    elapsed = itertools.accumulate(history.epoch_seconds)  # training seconds after each epoch
     return {"name": f"{name} ({decoding})", "device": trained.model.device.type,
             "seconds": history.train_seconds, "wall": wall, "bleu": result.bleu, "chrf": result.chrf,
             "signature": result.signature, "epochs": history.epochs,
