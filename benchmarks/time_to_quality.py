@@ -65,6 +65,11 @@ def run_recipe(data, name: str, time_budget: float | None, device: str = "cpu") 
             "curve": list(zip(elapsed, history.dev_bleu))}  # (training seconds so far, greedy dev BLEU) per epoch
 
 
+def versus_classic(bleu: float, classic_bleu: float | None) -> str:
+    """The BLEU ratio to the classic recipe as the table prints it; "-" without a baseline or against 0 BLEU."""
+    return f"{bleu / classic_bleu:.2f}x" if classic_bleu else "-"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short smoke run (numbers are not the targets')")
@@ -121,7 +126,7 @@ def main(argv=None) -> int:
               + ", ".join(f"{seconds:.0f}: {bleu:.1f}" for seconds, bleu in result["curve"]), flush=True)
 
     rows = [[r["name"], r.get("device", "cpu"), f"{r['seconds']:.0f}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}",
-             f"{r['bleu'] / baseline['bleu']:.2f}x" if baseline else "-", verdict]
+             versus_classic(r["bleu"], baseline and baseline["bleu"]), verdict]
             for r, verdict in zip(results, verdicts)]
     print()
     print(table(rows, ["recipe", "device", "train s", "test BLEU", "test chrF", "vs classic", "targets"]))
