@@ -138,10 +138,15 @@ class Seq2Seq(nn.Module):
         if tgt.dim() != 2 or tgt.shape[0] != src.shape[0]:
             raise ValueError(f"tgt must be (B, T) with B = {src.shape[0]} like src, got {tuple(tgt.shape)}")
         memory, state = self.encode(src, src_lengths)
-        sos = torch.full_like(tgt[:, :1], SOS_ID)  # (B, 1)
-        tgt_in = torch.cat([sos, tgt[:, :-1]], dim=1)  # (B, T): SOS, then the gold words shifted right
-        decoded = self.decoder(tgt_in, state, memory, teacher_forcing_ratio)
+        decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio)
         return Seq2SeqOutput(decoded.log_probs, decoded.weights)
+
+
+def teacher_forced_input(tgt: Tensor) -> Tensor:
+    """What the decoder reads when it is fed the gold words: tgt (B, T) -> (B, T), SOS, then tgt[:, :-1] (the gold
+    words shifted right by one step). Introduced in notebook 03."""
+    sos = torch.full_like(tgt[:, :1], SOS_ID)  # (B, 1)
+    return torch.cat([sos, tgt[:, :-1]], dim=1)  # (B, T)
 
 
 def count_parameters(model: nn.Module) -> int:

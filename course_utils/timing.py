@@ -25,7 +25,7 @@ import torch
 
 from course_utils.data import SOS_ID, Batch
 from course_utils.loss import masked_nll_loss
-from course_utils.seq2seq import Seq2Seq
+from course_utils.seq2seq import Seq2Seq, teacher_forced_input
 
 Key = TypeVar("Key", bound=Hashable)
 Item = TypeVar("Item")
@@ -132,8 +132,7 @@ def forward_backward(model: Seq2Seq, batch: Batch, decode: Callable | None = Non
     Introduced in notebook 04.
     """
     memory, state = model.encode(batch.src, batch.src_lengths)  # keys (B, S, K)
-    sos = torch.full_like(batch.tgt[:, :1], SOS_ID)  # (B, 1)
-    tgt_in = torch.cat([sos, batch.tgt[:, :-1]], dim=1)  # (B, T): <sos>, then the gold words shifted right
+    tgt_in = teacher_forced_input(batch.tgt)  # (B, T): <sos>, then the gold words shifted right
     log_probs = (decode or model.decoder)(tgt_in, state, memory).log_probs  # (B, T, V)
     loss = masked_nll_loss(log_probs, batch.tgt)
     loss.backward()
