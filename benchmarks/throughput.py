@@ -5,6 +5,7 @@
     python benchmarks/throughput.py --device cuda --recipes lecture-bahdanau
     python benchmarks/throughput.py --quick --compare-plain        # + each decoder's plain step loop, side by side
     python benchmarks/throughput.py --quick --compare-threads 1 2  # + the engine at 1 and 2 threads, side by side
+    python benchmarks/throughput.py --quick --device cuda --compare-graphs  # + without CUDA graphs, side by side
 
 Reports, for the classic recipe (course_utils/classic.py) and for each engine recipe, the training throughput in
 target tokens per second (real tokens: padding is not counted), the speed-up over the classic recipe, and the
@@ -15,7 +16,8 @@ matmul peak. The classic recipe's thread count (1 or torch's default) is picked 
 Side by side: each engine recipe is timed in rounds, and every round first trains the classic recipe for a chunk of
 steps, then the engine (classic, engine, classic, engine, ...). A recipe's speed-up divides its tokens/s by the
 classic recipe's tokens/s in the chunks interleaved with it, so a machine whose load changes during the run slows
-both alike. The engine rows time `train.train_step` itself, the step that `train_epoch` runs. `--compare-plain` and
+both alike. The engine rows time `train.train_step` itself, the step that `train_epoch` runs (on a GPU with the CUDA
+graphs that `train` records; the plain step loop without them). `--compare-plain` and
 `--compare-threads` add variants of one model to each round, timed on the same batches.
 """
 from __future__ import annotations
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import count_flops, id_pairs, load_data, machine, matmul_peak, sync, table  # noqa: E402
 
 from course_utils import classic  # noqa: E402
+from course_utils.cuda_graphs import DecoderGraphs  # noqa: E402
 from course_utils.data import make_loader  # noqa: E402
 from course_utils.loss import masked_nll_loss  # noqa: E402
 from course_utils.recipes import get_recipe  # noqa: E402
@@ -127,10 +130,11 @@ class Variant(NamedTuple):
 
     threads: int | None = None  # torch.set_num_threads for the measurement (None: leave it)
     plain: bool = False  # run the decoder's plain step loop (`decode_steps`) instead of its fast path
+    graphs: bool = True  # on a GPU, replay the CUDA graphs that `train` records (the plain step loop never does)
 
     def label(self) -> str:
         return (f", {self.threads} thread{'s' if self.threads > 1 else ''}" if self.threads else "") + (
-            ", plain step loop" if self.plain else "")
+            ", plain step loop" if self.plain else "") + ("" if self.graphs else ", no CUDA graphs")
 
 
 @contextlib.contextmanager
@@ -163,8 +167,13 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
         while True:
             yield from loader
 
-    def one_step(batch) -> int:  # the very step that train_epoch runs (label smoothing and clipping included)
-        return train_step(model, batch.to(device), optimizer, config).tokens
+    graphs = None  # as `train` does: on a GPU, the decoder's side as CUDA graphs (recorded before the timing)
+    if config.cuda_graphs and device.type == "cuda":
+        graphs = DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)
+
+    def one_step(batch, variant: Variant) -> int:  # the very step that train_epoch runs (smoothing, clipping too)
+        step_graphs = graphs if variant.graphs and not variant.plain else None
+        return train_step(model, batch.to(device), optimizer, config, step_graphs).tokens
 
     stream = batches()
     tokens, elapsed = dict.fromkeys(variants, 0), dict.fromkeys(variants, 0.0)
@@ -174,15 +183,15 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
         for variant in variants:
             with applied(variant, model):
                 for _ in range(2):  # warm-up (and a settle after switching)
-                    one_step(next(stream))
+                    one_step(next(stream), variant)
                 sync(device)
                 start = time.perf_counter()
                 if not timed:
                     while time.perf_counter() - start < seconds / rounds:  # the loader's collation is in the time
                         timed.append(next(stream))
-                        tokens[variant] += one_step(timed[-1])
+                        tokens[variant] += one_step(timed[-1], variant)
                 else:
-                    tokens[variant] += sum(one_step(batch) for batch in timed)
+                    tokens[variant] += sum(one_step(batch, variant) for batch in timed)
                 sync(device)
                 elapsed[variant] += time.perf_counter() - start
     return {variant: tokens[variant] / elapsed[variant] for variant in variants}, model, config.batch_size
@@ -203,6 +212,8 @@ def main(argv=None) -> int:
                         help="also time each recipe with its decoder's plain step loop (no fast path), side by side")
     parser.add_argument("--compare-threads", type=int, nargs="+", default=None, metavar="N",
                         help="time each engine recipe at these thread counts, side by side (e.g. 1 2)")
+    parser.add_argument("--compare-graphs", action="store_true",
+                        help="on a GPU, also time each recipe without the CUDA graphs, side by side")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (classic, engine variants, ...)")
     args = parser.parse_args(argv)
     if args.threads:
@@ -228,7 +239,7 @@ def main(argv=None) -> int:
     chunks.run(10)  # warm-up
     thread_counts = args.compare_threads or [None]
     variants = [Variant(threads, plain) for plain in ([False, True] if args.compare_plain else [False])
-                for threads in thread_counts]
+                for threads in thread_counts] + ([Variant(graphs=False)] if args.compare_graphs else [])
     rows, classic_tokens, classic_seconds = [], 0, 0.0
     for name in args.recipes:
         recipe = get_recipe(name)

@@ -13,6 +13,9 @@ flip (torch.rand, so the seed decides) feeds the gold previous word with probabi
 otherwise the model's own previous argmax. Ratio 1.0 (the default) always feeds the gold word, which lets Luong
 decoders run all steps in one GRU call.
 
+On a GPU, `train` records the decoder's side of the step as CUDA graphs (`course_utils.cuda_graphs`, one per batch
+shape) and `train_step` replays them: the same arithmetic, without one Python call per kernel.
+
 Determinism: `train` seeds torch with `TrainConfig.seed` and the batch order comes from the same seed, so two runs
 on the CPU with the same seed (and thread count) give identical losses. Named recipes and the model cache live in
 `course_utils.recipes`, checkpoints in `course_utils.checkpoints`, evaluation in `course_utils.evaluate`.
@@ -22,6 +25,7 @@ Introduced in notebook 05.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import random
 import time
@@ -32,6 +36,7 @@ from typing import NamedTuple
 import torch
 from tqdm.auto import tqdm
 
+from course_utils.cuda_graphs import DecoderGraphs, quiet_stream_warning
 from course_utils.data import Batch, CourseData, Pair, make_loader
 from course_utils.evaluate import evaluate
 from course_utils.loss import masked_nll_loss
@@ -60,6 +65,7 @@ class TrainConfig:
     eval_batch_size: int = 256  # pairs per batch when evaluating
     max_train_pairs: int | None = None  # train on a seeded random sample of N training pairs (fast mode)
     max_eval_pairs: int | None = None  # evaluate on a seeded random sample of N dev pairs per epoch (fast mode)
+    cuda_graphs: bool = True  # on a GPU, replay the decoder's side of each step as CUDA graphs (ignored on the CPU)
 
     def __post_init__(self):
         if self.epochs < 1 or self.batch_size < 1:
@@ -135,7 +141,8 @@ class StepResult(NamedTuple):
     tokens: int
 
 
-def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig) -> StepResult:
+def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
+               graphs: DecoderGraphs | None = None) -> StepResult:
     """One optimisation step on one batch: forward (teacher forcing per `config`), masked loss (label-smoothed per
     `config`), backward, gradient clipping (when config.clip > 0), optimizer step.
 
@@ -144,26 +151,33 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
         batch: Batch(src (B, S), src_lengths (B,), src_mask (B, S), tgt (B, T), tgt_lengths (B,)).
         optimizer: e.g. make_optimizer(model, config).
         config: teacher_forcing_ratio, label_smoothing and clip are read from it.
+        graphs: on a GPU, the decoder's side recorded as CUDA graphs (cuda_graphs.DecoderGraphs, built by `train`):
+            the encoder runs as usual, the decoder and the loss are replayed. None: Seq2Seq.forward, as written.
     Returns:
-        StepResult(loss, tokens).
+        StepResult(loss, tokens): the loss is the plain NLL per target token, comparable with the dev loss.
 
     Introduced in notebook 05.
     """
-    log_probs = model(batch.src, batch.src_lengths, batch.tgt,
-                      teacher_forcing_ratio=config.teacher_forcing_ratio).log_probs  # (B, T, V)
-    loss = masked_nll_loss(log_probs, batch.tgt, label_smoothing=config.label_smoothing)
+    if graphs is None:
+        log_probs = model(batch.src, batch.src_lengths, batch.tgt,
+                          teacher_forcing_ratio=config.teacher_forcing_ratio).log_probs  # (B, T, V)
+        loss = masked_nll_loss(log_probs, batch.tgt, label_smoothing=config.label_smoothing)
+        nll = masked_nll_loss(log_probs.detach(), batch.tgt) if config.label_smoothing > 0 else loss.detach()
+    else:
+        encoded = model.encoder(batch.src, batch.src_lengths)  # keys (B, S, K), final (B, H)
+        loss, nll = graphs(encoded.outputs, batch.src_mask, encoded.final, batch.tgt)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    with quiet_stream_warning() if graphs is not None else contextlib.nullcontext():
+        loss.backward()
     if config.clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
     optimizer.step()
-    if config.label_smoothing > 0:  # report the plain NLL, comparable with the dev loss
-        loss = masked_nll_loss(log_probs.detach(), batch.tgt)
-    return StepResult(loss.item(), int(batch.tgt_lengths.sum()))
+    return StepResult(nll.item(), int(batch.tgt_lengths.sum()))
 
 
 def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
-                deadline: float | None = None, desc: str = "train", progress: bool = True) -> float:
+                deadline: float | None = None, desc: str = "train", progress: bool = True,
+                graphs: DecoderGraphs | None = None) -> float:
     """One pass of `train_step` over `loader`. Returns the mean plain NLL per target token of the epoch.
 
     Args:
@@ -174,6 +188,7 @@ def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.
         config: what train_step reads (teacher_forcing_ratio, label_smoothing, clip).
         deadline: time.perf_counter() value after which the epoch stops early (time budget).
         desc, progress: the tqdm bar's label and whether to show it.
+        graphs: passed to every train_step (CUDA graphs of the decoder's side; None: none).
 
     Introduced in notebook 05.
     """
@@ -183,7 +198,7 @@ def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.
     # epoch. So the bar only counts, and the loader is iterated exactly once.
     bar = tqdm(total=len(loader), desc=desc, leave=False, disable=not progress, mininterval=0.5)
     for batch in loader:
-        result = train_step(model, batch.to(model.device), optimizer, config)
+        result = train_step(model, batch.to(model.device), optimizer, config, graphs)
         total_loss += result.loss * result.tokens
         total_tokens += result.tokens
         bar.set_postfix(loss=f"{total_loss / total_tokens:.3f}", refresh=False)
@@ -250,10 +265,13 @@ def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool 
     snapshots: collections.deque[dict] = collections.deque(maxlen=max(config.average_last, 1))
     started = time.perf_counter()
     deadline = None if config.time_budget is None else started + config.time_budget
+    graphs = None
+    if config.cuda_graphs and device.type == "cuda":  # recorded from one pass over the loader: counted as training
+        graphs = DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)
     for epoch in range(1, config.epochs + 1):
-        epoch_start = time.perf_counter()
+        epoch_start = started if epoch == 1 else time.perf_counter()
         train_loss = train_epoch(model, loader, optimizer, config, deadline,
-                                 desc=f"epoch {epoch}/{config.epochs}", progress=progress)
+                                 desc=f"epoch {epoch}/{config.epochs}", progress=progress, graphs=graphs)
         history.epoch_seconds.append(time.perf_counter() - epoch_start)
         history.train_loss.append(train_loss)
         result = evaluate(model, dev_pairs, data.src_vocab, data.tgt_vocab, config.eval_batch_size,

@@ -1,0 +1,97 @@
+"""CUDA graphs for training on a GPU: the decoder's side of a training step recorded once per batch shape, then
+replayed with one launch.
+
+Why: a GPU does a lecture batch's arithmetic in about 2 ms, but Bahdanau's decoder issues some 40 small kernels per
+target step, one Python call at a time, forward and backward; on an H100 the GPU sat idle about 90% of a training
+step, waiting for the CPU. A CUDA graph records those kernels once and replays them all at once. Recording needs
+fixed shapes and no value read back to Python: the decoder's loop has none (tests/test_fast_paths.py), and the
+source-length buckets of `data.make_loader` give about a dozen batch shapes per epoch, all recorded before the first
+step. The encoder stays as it is: its packed GRU depends on each batch's lengths, not only on its shape.
+
+    graphs = DecoderGraphs(model, config, batches)   # records one graph per (src shape, tgt shape) of batches
+    loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs DecoderLoss itself for a new shape)
+
+`train.train` builds one when the model is on a GPU and `TrainConfig.cuda_graphs` is on; `train.train_step` takes
+it. On the CPU nothing changes. Used by the package, not a notebook.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Iterable
+
+import torch
+from torch import Tensor, nn
+
+from course_utils.data import Batch
+from course_utils.loss import masked_nll_loss
+from course_utils.seq2seq import Seq2Seq, teacher_forced_input
+
+
+@contextlib.contextmanager
+def quiet_stream_warning():
+    """Silence autograd's warning that a parameter's gradient is made on another CUDA stream than before.
+
+    The graphs are recorded on a stream of their own, so the decoder's parameters meet their gradients there first;
+    later steps run on the default stream, and autograd warns (once per run) of a possible extra wait between the
+    two streams. Harmless here, and noise in a student's notebook. Used by the package, not a notebook.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The AccumulateGrad node's stream does not match")
+        yield
+
+
+class DecoderLoss(nn.Module):
+    """The decoder's side of a training step, as one module over the decoder's parameters only.
+
+    forward(keys (B, S, K), mask (B, S) bool, encoder_final (B, H), tgt (B, T)) -> (loss, nll), two scalars: the
+    training loss (label-smoothed per `label_smoothing`) and the plain NLL per target token (no gradient), the
+    numbers `train.train_step` computes from `Seq2Seq.forward`. Used by the package, not a notebook.
+    """
+
+    def __init__(self, decoder: nn.Module, teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0):
+        super().__init__()
+        self.decoder = decoder
+        self.teacher_forcing_ratio, self.label_smoothing = teacher_forcing_ratio, label_smoothing
+
+    def forward(self, keys: Tensor, mask: Tensor, encoder_final: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        memory, state = self.decoder.prepare_memory(keys, mask), self.decoder.init_state(encoder_final)
+        log_probs = self.decoder(teacher_forced_input(tgt), state, memory,
+                                 self.teacher_forcing_ratio).log_probs  # (B, T, V)
+        loss = masked_nll_loss(log_probs, tgt, label_smoothing=self.label_smoothing)
+        return loss, masked_nll_loss(log_probs.detach(), tgt) if self.label_smoothing > 0 else loss.detach()
+
+
+class DecoderGraphs:
+    """DecoderLoss recorded as CUDA graphs, one per (src shape, tgt shape) of `batches`, all in one call.
+
+    Call it like DecoderLoss; the gradients flow to the decoder's parameters and to keys and encoder_final (hence
+    into the encoder) as they would without graphs. A shape that `batches` did not have runs DecoderLoss itself.
+    The model must stay where it is (the graphs read its parameters' memory) and be in training mode at recording;
+    dropout draws new masks at every replay. Used by the package, not a notebook.
+    """
+
+    def __init__(self, model: Seq2Seq, teacher_forcing_ratio: float, label_smoothing: float,
+                 batches: Iterable[Batch]):
+        if model.device.type != "cuda":
+            raise ValueError(f"CUDA graphs need the model on a GPU, but it is on {model.device}: train on the CPU "
+                             "without them (TrainConfig.cuda_graphs is ignored there)")
+        model.train()  # dropout is recorded as it is now
+        self.eager = DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing)
+        samples = {}
+        with torch.no_grad():
+            for batch in batches:
+                batch = batch.to(model.device)
+                shape = (tuple(batch.src.shape), tuple(batch.tgt.shape))
+                if shape not in samples:  # a real batch of each shape: real token ids and masks to record with
+                    encoded = model.encoder(batch.src, batch.src_lengths)
+                    samples[shape] = (encoded.outputs.clone().requires_grad_(), batch.src_mask.clone(),
+                                      encoded.final.clone().requires_grad_(), batch.tgt.clone())
+        modules = tuple(DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing) for _ in samples)
+        with quiet_stream_warning():
+            graphed = torch.cuda.make_graphed_callables(modules, tuple(samples.values())) if modules else ()
+        self.graphs = dict(zip(samples, graphed))
+
+    def __call__(self, keys: Tensor, mask: Tensor, encoder_final: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:
+        module = self.graphs.get((tuple(mask.shape), tuple(tgt.shape)), self.eager)
+        return module(keys, mask, encoder_final, tgt)
