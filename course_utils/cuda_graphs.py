@@ -89,7 +89,8 @@ class DecoderGraphs:
                                       encoded.final.clone().requires_grad_(), batch.tgt.clone())
         modules = tuple(DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing) for _ in samples)
         with quiet_stream_warning():
-            graphed = torch.cuda.make_graphed_callables(modules, tuple(samples.values())) if modules else ()
+            graphed = torch.cuda.make_graphed_callables(  # unused inputs: the keys, for a decoder without attention
+                modules, tuple(samples.values()), allow_unused_input=True) if modules else ()
         self.graphs = dict(zip(samples, graphed))
 
     def __call__(self, keys: Tensor, mask: Tensor, encoder_final: Tensor, tgt: Tensor) -> tuple[Tensor, Tensor]:

@@ -77,7 +77,7 @@ def test_training_on_the_cpu_records_no_graphs(tiny_course_data, monkeypatch):
 # ---------------------------------------------------------------------------------------------------- GPU
 
 @needs_cuda
-@pytest.mark.parametrize("attention", ["bahdanau", "general"])
+@pytest.mark.parametrize("attention", ["bahdanau", "general", "none"])  # "none" never reads the keys
 def test_replayed_graphs_train_like_the_model_itself(tiny_course_data, attention):
     """Dropout off: three epochs over batches of several shapes, graphed and not, end at the same weights."""
     models = []
