@@ -34,10 +34,16 @@ def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", lab
                          f"{tuple(log_probs.shape)} and {tuple(tgt.shape)}; pass the decoder's log_probs and batch.tgt")
     flat_log_probs = log_probs.reshape(-1, log_probs.size(-1))  # (B*T, V)
     flat_tgt = tgt.reshape(-1)  # (B*T,)
-    if label_smoothing > 0:  # cross_entropy re-normalises, which leaves log-probabilities unchanged
-        return F.cross_entropy(flat_log_probs, flat_tgt, ignore_index=PAD_ID, reduction=reduction,
-                               label_smoothing=label_smoothing)
-    return F.nll_loss(flat_log_probs, flat_tgt, ignore_index=PAD_ID, reduction=reduction)
+    nll = F.nll_loss(flat_log_probs, flat_tgt, ignore_index=PAD_ID, reduction=reduction)
+    if label_smoothing == 0:
+        return nll
+    # the eps part: -mean over the vocabulary of log p, at real positions. (F.cross_entropy with label_smoothing would
+    # give the same number, but it runs log_softmax again over log-probabilities that are already normalised.)
+    real = flat_tgt != PAD_ID  # (B*T,)
+    uniform = -(flat_log_probs.mean(dim=-1) * real).sum()  # scalar
+    if reduction == "mean":
+        uniform = uniform / real.sum()
+    return (1 - label_smoothing) * nll + label_smoothing * uniform
 
 
 def perplexity(mean_nll: float) -> float:

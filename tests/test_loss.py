@@ -41,6 +41,30 @@ def test_label_smoothing_keeps_pads_ignored_and_reduces_to_nll_at_zero():
     torch.testing.assert_close(masked_nll_loss(changed, tgt, label_smoothing=0.2), smoothed)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_label_smoothing_is_pytorchs_label_smoothed_cross_entropy(reduction):
+    torch.manual_seed(0)
+    log_probs = torch.randn(3, 4, 9).log_softmax(-1)
+    tgt = torch.tensor([[5, 2, PAD_ID, PAD_ID], [4, 6, 7, 2], [3, 2, PAD_ID, PAD_ID]])
+    expected = torch.nn.functional.cross_entropy(log_probs.reshape(12, 9), tgt.reshape(12), ignore_index=PAD_ID,
+                                                 reduction=reduction, label_smoothing=0.1)
+    torch.testing.assert_close(masked_nll_loss(log_probs, tgt, reduction=reduction, label_smoothing=0.1), expected)
+
+
+def test_label_smoothing_reads_the_log_probs_as_they_are():
+    """No second log_softmax (cross_entropy on log-probabilities would re-normalise them, a full (B*T, V) pass)."""
+    log_probs = torch.randn(2, 3, 6).log_softmax(-1).requires_grad_()
+    loss = masked_nll_loss(log_probs, torch.tensor([[5, 2, PAD_ID], [4, 2, PAD_ID]]), label_smoothing=0.1)
+    nodes, seen = [loss.grad_fn], set()
+    while nodes:
+        node = nodes.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        assert "LogSoftmax" not in type(node).__name__
+        nodes.extend(next_node for next_node, _ in node.next_functions)
+
+
 def test_masked_loss_names_shape_problems():
     with pytest.raises(ValueError, match=r"\(B, T, V\)"):
         masked_nll_loss(torch.zeros(2, 3, 5), torch.zeros(2, 4, dtype=torch.long))
