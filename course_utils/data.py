@@ -169,12 +169,12 @@ class Batch(NamedTuple):
     src_lengths: Tensor  # (B,) long, always on CPU (pack_padded_sequence needs CPU lengths)
     src_mask: Tensor     # (B, S) bool, True on real tokens
     tgt: Tensor          # (B, T) long, target ids + EOS, PAD-padded
-    tgt_lengths: Tensor  # (B,) long
+    tgt_lengths: Tensor  # (B,) long, always on CPU (training computes the real steps' positions from it there)
 
     def to(self, device: torch.device | str) -> Batch:
-        """The batch on `device`; src_lengths stays on the CPU."""
-        return Batch(self.src.to(device), self.src_lengths, self.src_mask.to(device),
-                     self.tgt.to(device), self.tgt_lengths.to(device))
+        """The batch on `device`; the lengths stay on the CPU."""
+        return Batch(self.src.to(device), self.src_lengths, self.src_mask.to(device), self.tgt.to(device),
+                     self.tgt_lengths)
 
 
 class TranslationDataset(Dataset):

@@ -89,14 +89,18 @@ class Decoder(nn.Module):
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
         raise NotImplementedError
 
-    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
-                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
+                lengths: Tensor | None = None) -> DecoderOutput:
         """Run T steps. tgt_in (B, T) long starts with SOS (Seq2Seq prepends it) -> DecoderOutput.
 
         Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip chooses, for the whole
         batch, the gold token tgt_in[:, t] with probability `teacher_forcing_ratio`, else the decoder's own argmax
         from the previous step. The T - 1 coins are drawn up front with one torch.rand on tgt_in's device (so the
         global seed decides). Ratio 1.0 and 0.0 draw no random numbers.
+
+        lengths: (B,) long on the CPU, optional: how many of the T steps of each row are real (the target's
+        length); the rest is padding, which training's loss ignores. The Bahdanau and Luong fast paths then run the
+        output layer on the real steps only, and log_probs is 0 at the padded ones; the step loop ignores it.
         """
         return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
 
@@ -143,6 +147,18 @@ class Decoder(nn.Module):
         if mask.dtype != torch.bool or mask.shape != keys.shape[:2]:
             raise ValueError(f"mask must be a (B, S) = {tuple(keys.shape[:2])} bool tensor, got "
                              f"{tuple(mask.shape)} {mask.dtype}: True on real tokens, e.g. src != PAD_ID")
+
+    def _output_on_real_steps(self, output_layer, lengths: Tensor | None, *inputs: Tensor) -> Tensor:
+        """output_layer(*inputs) for inputs (B, T, .) -> (B, T, V), computed at the real steps only when `lengths`
+        (B,) is given (zeros at the padded ones): the largest matrix product of training skips the padding."""
+        if lengths is None:
+            return output_layer(*inputs)  # (B, T, V)
+        batch, steps = inputs[0].shape[:2]
+        real = torch.arange(steps) < lengths.unsqueeze(1)  # (B, T) on the CPU
+        index = real.flatten().nonzero().squeeze(1).to(inputs[0].device)  # (N,) flat positions of the real steps
+        packed = [x.reshape(batch * steps, -1).index_select(0, index) for x in inputs]  # each (N, .)
+        out = output_layer(*packed)  # (N, V)
+        return out.new_zeros(batch * steps, out.shape[-1]).index_copy(0, index, out).view(batch, steps, -1)
 
     def _gru_step(self, rnn_input: Tensor, hidden: Tensor) -> Tensor:
         """One step of self.gru: rnn_input (B, I), hidden (B, H) -> new hidden (B, H).
@@ -287,9 +303,10 @@ class BahdanauDecoder(Decoder):
         pre_output = torch.tanh(self.pre_output(torch.cat([hidden, context, embedded], dim=-1)))  # (B, [T,] H)
         return F.log_softmax(self.out(self.dropout(pre_output)), dim=-1)  # (B, [T,] V)
 
-    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
-                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """All T steps; the fast path (output layer once, after the loop) when teacher_forcing_ratio == 1.0."""
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
+                lengths: Tensor | None = None) -> DecoderOutput:
+        """All T steps; the fast path (output layer once, after the loop, on the real steps only when `lengths` is
+        given) when teacher_forcing_ratio == 1.0."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         if teacher_forcing_ratio != 1.0:  # a step may read the previous step's argmax: the plain loop
             return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
@@ -303,7 +320,8 @@ class BahdanauDecoder(Decoder):
             contexts.append(context)
             weights.append(step_weights)
         hiddens, contexts = torch.stack(hiddens, dim=1), torch.stack(contexts, dim=1)  # (B, T, H), (B, T, K)
-        log_probs = self._output_layer(hiddens, contexts, embedded)  # (B, T, V): all steps in one matmul
+        log_probs = self._output_on_real_steps(self._output_layer, lengths, hiddens, contexts,
+                                               embedded)  # (B, T, V): all steps in one matmul
         return DecoderOutput(log_probs, torch.stack(weights, dim=1), DecoderState(hidden, None))  # weights (B, T, S)
 
 
@@ -349,12 +367,13 @@ class LuongDecoder(Decoder):
         hidden = self._gru_step(rnn_input, state.hidden)  # (B, H)
         context, weights = self.attention(hidden, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
         attentional = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))  # (B, H)
-        log_probs = F.log_softmax(self.out(self.dropout(attentional)), dim=-1)  # (B, V)
+        log_probs = self._output_layer(attentional)  # (B, V)
         return StepOutput(log_probs, DecoderState(hidden, attentional if self.input_feeding else None), weights)
 
-    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
-                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """All T steps; the fast path when there is no input feeding and teacher_forcing_ratio == 1.0."""
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
+                lengths: Tensor | None = None) -> DecoderOutput:
+        """All T steps; the fast path when there is no input feeding and teacher_forcing_ratio == 1.0 (its output
+        layer on the real steps only when `lengths` is given)."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         if self.input_feeding or teacher_forcing_ratio != 1.0:
             return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
@@ -363,5 +382,9 @@ class LuongDecoder(Decoder):
         context, weights = self.attention(outputs, memory.keys, memory.mask,
                                           memory.projected_keys)  # (B, T, K), (B, T, S): all steps at once
         attentional = torch.tanh(self.combine(torch.cat([context, outputs], dim=-1)))  # (B, T, H)
-        log_probs = F.log_softmax(self.out(self.dropout(attentional)), dim=-1)  # (B, T, V)
+        log_probs = self._output_on_real_steps(self._output_layer, lengths, attentional)  # (B, T, V)
         return DecoderOutput(log_probs, weights, DecoderState(hidden.squeeze(0), None))  # weights: (B, T, S)
+
+    def _output_layer(self, attentional: Tensor) -> Tensor:
+        """log_softmax(Linear(H, V)(dropout(h~))): attentional (B, [T,] H) -> (B, [T,] V)."""
+        return F.log_softmax(self.out(self.dropout(attentional)), dim=-1)

@@ -100,9 +100,11 @@ class Seq2Seq(nn.Module):
     """Encoder + decoder. Attributes: config, encoder, decoder.
 
     encode(src (B, S), src_lengths (B,)) -> (Memory, DecoderState): what greedy and beam search start from.
-    forward(src (B, S), src_lengths (B,), tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput:
+    forward(src (B, S), src_lengths (B,), tgt (B, T), teacher_forcing_ratio=1.0, tgt_lengths=None) -> Seq2SeqOutput:
         the decoder reads SOS + tgt[:, :-1] and predicts tgt; teacher forcing is decided per step, once for the
         whole batch (see Decoder.forward). Inputs must be on the parameters' device (src_lengths may stay on CPU).
+        tgt_lengths (B,) on the CPU, optional (training passes it): the fast paths' output layer skips the padded
+        steps, whose log_probs are then 0 (see Decoder.forward).
     Introduced in notebook 03.
     """
 
@@ -132,13 +134,13 @@ class Seq2Seq(nn.Module):
         mask = lengths_to_mask(src_lengths.to(src.device), src.shape[1])  # (B, S) True on real tokens
         return self.decoder.prepare_memory(encoded.outputs, mask), self.decoder.init_state(encoded.final)
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,
-                teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput:
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor, teacher_forcing_ratio: float = 1.0,
+                tgt_lengths: Tensor | None = None) -> Seq2SeqOutput:
         self._check_device("tgt", tgt)
         if tgt.dim() != 2 or tgt.shape[0] != src.shape[0]:
             raise ValueError(f"tgt must be (B, T) with B = {src.shape[0]} like src, got {tuple(tgt.shape)}")
         memory, state = self.encode(src, src_lengths)
-        decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio)
+        decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio, tgt_lengths)
         return Seq2SeqOutput(decoded.log_probs, decoded.weights)
 
 

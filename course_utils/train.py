@@ -159,8 +159,8 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
     Introduced in notebook 05.
     """
     if graphs is None:
-        log_probs = model(batch.src, batch.src_lengths, batch.tgt,
-                          teacher_forcing_ratio=config.teacher_forcing_ratio).log_probs  # (B, T, V)
+        log_probs = model(batch.src, batch.src_lengths, batch.tgt, teacher_forcing_ratio=config.teacher_forcing_ratio,
+                          tgt_lengths=batch.tgt_lengths).log_probs  # (B, T, V); 0 at padding with a fast path
         loss = masked_nll_loss(log_probs, batch.tgt, label_smoothing=config.label_smoothing)
         nll = masked_nll_loss(log_probs.detach(), batch.tgt) if config.label_smoothing > 0 else loss.detach()
     else:

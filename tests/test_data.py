@@ -133,8 +133,8 @@ def test_collate_pads_and_masks(tiny_course_data):
         assert (batch.src[row, n:] == PAD_ID).all() and batch.tgt[row, 0] != SOS_ID
         assert " ".join(course.src_vocab.decode(batch.src[row])) == dataset.pairs[row].source
     moved = batch.to("meta")
-    assert moved.src.device.type == "meta" and moved.tgt_lengths.device.type == "meta"
-    assert moved.src_lengths.device.type == "cpu"
+    assert moved.src.device.type == "meta" and moved.tgt.device.type == "meta"
+    assert moved.src_lengths.device.type == "cpu" and moved.tgt_lengths.device.type == "cpu"  # read on the CPU
     with pytest.raises(ValueError, match="no items"):
         data.collate_batch([])
 

@@ -59,17 +59,21 @@ def make_inputs(B, S, T, lengths, key_size=H, seed=0, device="cpu"):
     return [x.to(device) for x in (keys, mask, encoder_final, tgt_in)]
 
 
-def run(decoder, keys, mask, encoder_final, tgt_in, plain):
-    """Forward (the fast path) or decode_steps (the plain loop), then backward of a loss that reads every output.
+def run(decoder, keys, mask, encoder_final, tgt_in, plain, lengths=None):
+    """Forward (the fast path, given `lengths` or not) or decode_steps (the plain loop), then backward of a loss that
+    reads every output; with `lengths`, it reads the log-probabilities of the real steps only, as training's does.
 
     Returns the outputs and the gradients of every parameter and of the inputs keys and encoder_final."""
     keys = keys.detach().clone().requires_grad_()
     encoder_final = encoder_final.detach().clone().requires_grad_()
     decoder.zero_grad(set_to_none=True)
     memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
-    out = (decoder.decode_steps if plain else decoder)(tgt_in, state, memory)
+    out = decoder.decode_steps(tgt_in, state, memory) if plain else decoder(tgt_in, state, memory, lengths=lengths)
     generator = torch.Generator().manual_seed(1)  # fixed random weights, so no output can cancel out in the sum
-    loss = (out.log_probs * torch.randn(out.log_probs.shape, generator=generator)).sum()
+    read = torch.randn(out.log_probs.shape, generator=generator)  # (B, T, V)
+    if lengths is not None:
+        read = read * (torch.arange(tgt_in.shape[1]) < lengths.unsqueeze(1)).unsqueeze(-1)  # real steps only
+    loss = (out.log_probs * read).sum()
     loss = loss + (out.weights * torch.randn(out.weights.shape, generator=generator)).sum()
     loss = loss + (out.state.hidden * torch.randn(out.state.hidden.shape, generator=generator)).sum()
     loss.backward()
@@ -102,6 +106,25 @@ def test_fast_path_equals_the_step_loop_with_gradients(kind, shape, key_size, tr
     assert fast_grads.keys() == plain_grads.keys()
     for name, grad in plain_grads.items():
         assert grad is not None, name
+        assert_close(fast_grads[name], grad, msg=lambda m, name=name: f"gradient of {name}: {m}")
+
+
+@pytest.mark.parametrize("shape", SHAPES[2:], ids=lambda s: "B{}-S{}-T{}".format(*s[:3]))
+@pytest.mark.parametrize("kind", list(FAST))
+def test_with_target_lengths_the_fast_path_skips_the_padded_steps_only(kind, shape):
+    """Given lengths, the output layer runs on the real steps: there everything equals the plain loop (gradients of
+    a loss over the real steps included), and the padded steps' log-probabilities are exactly 0."""
+    B, S, T, lengths = shape
+    tgt_lengths = torch.tensor([T - row % T for row in range(B)])  # the longest row is T, the others shorter
+    decoder = build(kind, dropout=0.0, train=True)
+    inputs = make_inputs(B, S, T, lengths)
+    fast, fast_grads = run(decoder, *inputs, plain=False, lengths=tgt_lengths)
+    plain, plain_grads = run(decoder, *inputs, plain=True, lengths=tgt_lengths)
+    real = torch.arange(T) < tgt_lengths.unsqueeze(1)  # (B, T)
+    assert_close(fast.log_probs[real], plain.log_probs[real])
+    assert (fast.log_probs[~real] == 0).all()
+    assert_close(fast.weights, plain.weights)
+    for name, grad in plain_grads.items():
         assert_close(fast_grads[name], grad, msg=lambda m, name=name: f"gradient of {name}: {m}")
 
 
@@ -160,6 +183,9 @@ def test_training_forward_and_backward_read_no_value_back_to_the_host(kind, rati
             patch.setattr(torch.Tensor, name, forbidden_read)  # CPU tensors too, e.g. a coin read with .item()
         out = decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)  # meta: raises on any read anyway
         out.log_probs.sum().backward()
+        lengths = torch.tensor([6, 1, 3, 5])  # on the CPU, as training passes them
+        memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+        decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio, lengths=lengths).log_probs.sum().backward()
     assert out.log_probs.shape == (4, 6, V) and encoder_final.grad.shape == encoder_final.shape
 
 
