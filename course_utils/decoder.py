@@ -11,7 +11,8 @@ search and beam search work for all of them:
 The four decoders: DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's
 location-based exhibit), BahdanauDecoder (attend, then step) and LuongDecoder (step, then attend).
 With teacher_forcing_ratio == 1.0 Bahdanau's and Luong's `forward` take a fast path that moves work out of the
-step loop; `decode_steps` is the plain loop they are tested against.
+step loop; `decode_steps` is the plain loop they are tested against. Given the targets' `lengths` (training passes
+them), the fast paths also skip the output layer at padded steps.
 """
 from typing import NamedTuple
 
