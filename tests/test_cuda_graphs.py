@@ -78,8 +78,9 @@ def test_training_on_the_cpu_records_no_graphs(tiny_course_data, monkeypatch):
 
 @needs_cuda
 @pytest.mark.parametrize("attention", ["bahdanau", "general", "none"])  # "none" never reads the keys
-def test_replayed_graphs_train_like_the_model_itself(tiny_course_data, attention):
-    """Dropout off: three epochs over batches of several shapes, graphed and not, end at the same weights."""
+def test_replayed_graphs_train_like_the_module_they_record(tiny_course_data, attention):
+    """Dropout off: three epochs over batches of several shapes, replayed from the graphs and run as the module the
+    graphs record (train_step's `graphs` branch both times), end at the same weights."""
     models = []
     for _ in range(2):  # the same initial weights
         torch.manual_seed(0)
@@ -92,13 +93,13 @@ def test_replayed_graphs_train_like_the_model_itself(tiny_course_data, attention
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         graphs = DecoderGraphs(graphed, 1.0, 0.1, batches)
-        for model, step_graphs in ((eager, None), (graphed, graphs)):
+        for model, step_graphs in ((eager, DecoderLoss(eager.decoder, 1.0, 0.1)), (graphed, graphs)):
             optimizer = train.make_optimizer(model, config)
-            losses[step_graphs is None] = [
+            losses[step_graphs is graphs] = [
                 train.train_step(model, batch.to("cuda"), optimizer, config, step_graphs).loss
                 for _ in range(3) for batch in batches]
     assert len(graphs.graphs) >= 2
-    assert losses[True] == pytest.approx(losses[False], rel=1e-4)
+    assert losses[True] == pytest.approx(losses[False], rel=1e-4)  # replayed == recorded module
     assert not [str(w.message) for w in caught if "AccumulateGrad" in str(w.message)]  # a quiet run for students
     for a, b in zip(eager.parameters(), graphed.parameters()):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
