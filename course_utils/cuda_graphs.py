@@ -46,7 +46,9 @@ class DecoderLoss(nn.Module):
 
     forward(keys (B, S, K), mask (B, S) bool, encoder_final (B, H), tgt (B, T)) -> (loss, nll), two scalars: the
     training loss (label-smoothed per `label_smoothing`) and the plain NLL per target token (no gradient), the
-    numbers `train.train_step` computes from `Seq2Seq.forward`. Used by the package, not a notebook.
+    numbers `train.train_step` computes from `Seq2Seq.forward`. It runs the output layer at every step, padding
+    included (a recorded graph needs fixed shapes), where train_step's own path skips the padded steps: the same
+    numbers up to rounding. Used by the package, not a notebook.
     """
 
     def __init__(self, decoder: nn.Module, teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0):

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat", "lecture-none")
 
 # Estimates before the first model of a run has trained; afterwards the run's own measured times are used.
-# Full mode: the retuned lecture-bahdanau trained its 10 epochs in 172 s on the quiet 2-core course machine
+# Full mode: the retuned lecture-bahdanau trained its 10 epochs in 155-172 s on the quiet 2-core course machine
 # (benchmarks/time_to_quality.py, dev evaluation excluded); with the evaluation about 20 s per epoch. Fast mode: one
 # short epoch (300 pairs, dev BLEU on 100);
 # `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).

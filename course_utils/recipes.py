@@ -59,7 +59,7 @@ class Recipe:
         return dataclasses.replace(self, name=name or self.name, train=dataclasses.replace(self.train, **fields))
 
 
-# The lecture recipe: trains live in class in about three minutes on a 2-core CPU (172 s on the quiet course
+# The lecture recipe: trains live in class in about three minutes on a 2-core CPU (155 s on the quiet course
 # machine) and beats the classic tutorial's test BLEU by more than half. Unidirectional encoder, the tutorial's
 # hidden size, batches of 128 pairs of similar source length (few Python steps per epoch, large matrix products), a
 # high learning rate that decays each epoch.
