@@ -38,14 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import count_flops, id_pairs, load_data, machine, matmul_peak, sync, table  # noqa: E402
 
 from course_utils import classic  # noqa: E402
-from course_utils.cuda_graphs import DecoderGraphs  # noqa: E402
 from course_utils.data import make_loader  # noqa: E402
 from course_utils.loss import masked_nll_loss  # noqa: E402
 from course_utils.recipes import get_recipe  # noqa: E402
 from course_utils.runtime import resolve_device  # noqa: E402
 from course_utils.seq2seq import Seq2Seq, count_parameters  # noqa: E402
 from course_utils.timing import thread_count  # noqa: E402
-from course_utils.train import make_optimizer, train_step  # noqa: E402
+from course_utils.train import make_optimizer, train_step, training_graphs  # noqa: E402
 
 
 class ClassicChunks:
@@ -167,9 +166,7 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
         while True:
             yield from loader
 
-    graphs = None  # as `train` does: on a GPU, the decoder's side as CUDA graphs (recorded before the timing)
-    if config.cuda_graphs and device.type == "cuda":
-        graphs = DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)
+    graphs = training_graphs(model, config, loader)  # as `train` does (on a GPU), recorded before the timing
 
     def one_step(batch, variant: Variant) -> int:  # the very step that train_epoch runs (smoothing, clipping too)
         step_graphs = graphs if variant.graphs and not variant.plain else None

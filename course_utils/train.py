@@ -175,6 +175,14 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
     return StepResult(nll.item(), int(batch.tgt_lengths.sum()))
 
 
+def training_graphs(model: Seq2Seq, config: TrainConfig, loader: Iterable[Batch]) -> DecoderGraphs | None:
+    """The CUDA graphs `train_step` replays (recorded from one pass over `loader`), or None: on the CPU, or with
+    config.cuda_graphs off. Used by the package, not a notebook."""
+    if not config.cuda_graphs or model.device.type != "cuda":
+        return None
+    return DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)
+
+
 def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
                 deadline: float | None = None, desc: str = "train", progress: bool = True,
                 graphs: DecoderGraphs | None = None) -> float:
@@ -265,9 +273,7 @@ def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool 
     snapshots: collections.deque[dict] = collections.deque(maxlen=max(config.average_last, 1))
     started = time.perf_counter()
     deadline = None if config.time_budget is None else started + config.time_budget
-    graphs = None
-    if config.cuda_graphs and device.type == "cuda":  # recorded from one pass over the loader: counted as training
-        graphs = DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)
+    graphs = training_graphs(model, config, loader)  # recorded before the first epoch: counted as training
     for epoch in range(1, config.epochs + 1):
         epoch_start = started if epoch == 1 else time.perf_counter()
         train_loss = train_epoch(model, loader, optimizer, config, deadline,

@@ -68,6 +68,7 @@ def test_training_on_the_cpu_records_no_graphs(tiny_course_data, monkeypatch):
 
     monkeypatch.setattr(train, "DecoderGraphs", refuse)
     assert train.TrainConfig().cuda_graphs  # on by default: it only matters on a GPU
+    assert train.training_graphs(Seq2Seq(tiny_config(tiny_course_data)), train.TrainConfig(), []) is None
     torch.manual_seed(0)
     history = train.train(Seq2Seq(tiny_config(tiny_course_data)), tiny_course_data,
                           train.TrainConfig(epochs=1, batch_size=8, device="cpu", eval_bleu=False), progress=False)
