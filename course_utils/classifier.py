@@ -29,7 +29,7 @@ from course_utils.checkpoints import atomic_save
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import Pair, load_course_data
 from course_utils.metrics import RationaleScores, rationale_scores
-from course_utils.runtime import eval_mode, fast_mode
+from course_utils.runtime import course_seed, eval_mode, fast_mode
 from course_utils.vocab import PAD_ID, UNK_ID, Vocab
 
 SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label order
@@ -345,10 +345,12 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
                              ) -> TrainedClassifier:
     """`config`'s classifier, trained once on the course's train split and cached (atomically) at
     classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
-    on FAST_CLASSIFIER's few pairs and caches separately. Introduced in notebook 08."""
+    on FAST_CLASSIFIER's few pairs and caches separately; COURSE_SEED, when set, replaces config.seed. Introduced
+    in notebook 08."""
     fast, say = fast_mode(), print if verbose else (lambda *_: None)
     data = load_course_data(verbose=False) if data is None else data
-    path, train_config = classifier_path(config, fast), dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}))
+    path = classifier_path(config, fast)
+    train_config = dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
     if path.exists() and not retrain:
         payload = torch.load(path, map_location="cpu", weights_only=True)
         if (payload.get("format") == CLASSIFIER_FORMAT and payload["config"] == dataclasses.asdict(train_config)

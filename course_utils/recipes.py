@@ -22,7 +22,7 @@ import torch
 from course_utils.checkpoints import CheckpointError, TrainedModel, load_checkpoint, save_checkpoint
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import CourseData, load_course_data
-from course_utils.runtime import fast_mode
+from course_utils.runtime import course_seed, fast_mode
 from course_utils.seq2seq import ModelConfig, Seq2Seq, count_parameters
 from course_utils.train import TrainConfig, train
 from course_utils.vocab import Vocab
@@ -152,10 +152,12 @@ def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress:
                  log: Callable[[str], None] | None = print, **overrides) -> TrainedModel:
     """Build the recipe's model (seeded) and train it on `data`; fast=True trains briefly (smoke tests).
 
-    `overrides` replace TrainConfig fields (e.g. epochs=2, device="cpu"). Introduced in notebook 05.
+    `overrides` replace TrainConfig fields (e.g. epochs=2, device="cpu"); without a `seed` among them the recipe's
+    seed is used, or COURSE_SEED when set (runtime.course_seed). Introduced in notebook 05.
     """
     if fast:
         overrides = {**FAST_OVERRIDES, **overrides}
+    overrides.setdefault("seed", course_seed(recipe.train.seed))  # COURSE_SEED: another run of the same recipe
     train_config = recipe.train_config(**overrides)
     model_config = recipe.model_config(data.src_vocab, data.tgt_vocab)
     torch.manual_seed(train_config.seed)

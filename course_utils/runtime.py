@@ -3,7 +3,8 @@
     device = resolve_device("auto")          # CUDA when present, else the CPU
     if fast_mode(): ...                      # COURSE_FAST=1: train briefly (CI, smoke tests)
     with eval_mode(model): ...               # dropout off inside, the model's previous mode restored after
-    set_threads()                            # CPU threads for training: COURSE_THREADS, else the idle cores
+    set_threads()                            # CPU threads for training: COURSE_THREADS, else torch's count, at most 4
+    seed = course_seed(0)                    # COURSE_SEED when set, else the default given
 
 Introduced in notebook 01 (fast mode); `resolve_device` in notebook 02.
 """
@@ -69,33 +70,57 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
 
 
 THREADS_ENV = "COURSE_THREADS"  # COURSE_THREADS=N: set_threads() uses N CPU threads
+MAX_DEFAULT_THREADS = 4  # the default never uses more: the course's small matrix products gain little past 4 threads
 _TORCH_DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice (one per physical core), before any change
+
+
+def default_threads() -> int:
+    """The CPU thread count training uses when nothing is asked for: the threads torch itself would use (one per
+    physical core, or OMP_NUM_THREADS), at most MAX_DEFAULT_THREADS. It depends on the machine and its settings
+    alone, never on what else is running, so the same machine always trains with the same count (and the same
+    losses). Used by the package, not a notebook."""
+    return max(1, min(_TORCH_DEFAULT_THREADS, MAX_DEFAULT_THREADS))
 
 
 def set_threads(threads: int | None = None, log: Callable[[str], None] | None = None) -> int:
     """Set torch's CPU thread count for training and return it: `threads` when given, else COURSE_THREADS, else
-    the cores idle now (cores minus the 1-minute load average, rounded; at least 1, at most torch's default).
-    `log`, when given, gets one line saying how many threads and where the number came from.
+    default_threads() (torch's own count, at most MAX_DEFAULT_THREADS). `log`, when given, gets one line saying
+    how many threads and which rule gave the number.
 
-    Why: the course's models run many small operations per decoder step, and each multi-threaded one waits for
-    all its threads. When other programs keep the cores busy, a thread often waits for a core, and two threads ran
-    5-10x slower than one on a busy 2-core machine (benchmarks/README.md); on an idle machine torch's default (one
-    thread per core) is kept.
+    The count decides the exact losses (a sum split over more threads rounds differently), so it must not depend
+    on the moment: an earlier version subtracted the 1-minute load average and trained with 1 thread right after
+    another job and 2 on a quiet machine. On a machine shared with other work, COURSE_THREADS=1 is often faster
+    (benchmarks/README.md), and fixes the count as well.
 
     Used by the package, not a notebook.
     """
-    source = "asked for"
-    if threads is None and os.environ.get(THREADS_ENV, "").strip():
+    if threads is not None:
+        source = "asked for"
+    elif os.environ.get(THREADS_ENV, "").strip():
         threads, source = int(os.environ[THREADS_ENV]), f"from {THREADS_ENV}"
-    if threads is None:
-        source = f"the idle cores; {THREADS_ENV}=N fixes the count, and with it the exact losses"
-        try:
-            load = os.getloadavg()[0]  # processes running or waiting for a core, averaged over the last minute
-        except (AttributeError, OSError):  # not available on Windows
-            load = 0.0
-        threads = min(_TORCH_DEFAULT_THREADS, round((os.cpu_count() or 1) - load))
+    else:
+        threads = default_threads()
+        source = (f"the default: torch's {_TORCH_DEFAULT_THREADS}, at most {MAX_DEFAULT_THREADS}; "
+                  f"{THREADS_ENV}=N sets another count")
     threads = max(1, threads)
     torch.set_num_threads(threads)
     if log is not None:
         log(f"CPU threads: {threads} ({source})")
     return threads
+
+
+SEED_ENV = "COURSE_SEED"  # COURSE_SEED=N: every model the course trains from here on is seeded with N
+
+
+def course_seed(default: int = 0) -> int:
+    """The seed for a model the course trains: COURSE_SEED when set (another run of the whole course, as the
+    learner-run check and the claims' evidence make), else `default` (the recipe's or notebook's own seed).
+    Models already cached keep the seed they were trained with: use a fresh COURSE_DATA_DIR with another seed.
+    Introduced in notebook 05."""
+    value = os.environ.get(SEED_ENV, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{SEED_ENV}={value[:20]!r} is not a whole number: set it to e.g. 1, or unset it") from None

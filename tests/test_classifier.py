@@ -226,3 +226,11 @@ def test_highlight_html_is_one_line_of_inline_spans():
     assert "rgba(255, 140, 0, 1.00)" in html and "0.25)" in html and "&lt;b&gt;" in html  # clipped, escaped
     with pytest.raises(ValueError, match="slice"):
         highlight_html(["a", "b"], [0.5])
+
+
+def test_course_seed_trains_another_run_of_a_classifier(tiny_course_data, tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_FAST", "1")
+    monkeypatch.setenv("COURSE_SEED", "4")
+    config = ClassifierConfig(kind="bow")
+    assert load_or_train_classifier(config, tiny_course_data, verbose=False).config.seed == 4

@@ -79,3 +79,16 @@ def test_a_recipe_template_has_no_vocabulary_sizes_and_cannot_build_a_model(tiny
     config = recipe.model_config(tiny_course_data.src_vocab, tiny_course_data.tgt_vocab)
     assert config.src_vocab_size == len(tiny_course_data.src_vocab)
 
+
+
+def test_course_seed_gives_another_run_of_a_recipe(tiny_course_data, monkeypatch):
+    # COURSE_SEED (the learner-run check, the claims' evidence): another seed, the same recipe otherwise
+    small = recipes.RECIPES["lecture-scaled_general"].with_model(embedding_size=8, hidden_size=16)
+    monkeypatch.delenv("COURSE_SEED", raising=False)
+    default = recipes.train_recipe(small, tiny_course_data, fast=True, progress=False, log=None)
+    monkeypatch.setenv("COURSE_SEED", "3")
+    other = recipes.train_recipe(small, tiny_course_data, fast=True, progress=False, log=None)
+    explicit = recipes.train_recipe(small, tiny_course_data, fast=True, progress=False, log=None, seed=0)
+    assert (default.train_config.seed, other.train_config.seed, explicit.train_config.seed) == (0, 3, 0)
+    weights = [next(iter(t.model.state_dict().values())) for t in (default, other, explicit)]
+    assert not torch.equal(weights[0], weights[1]) and torch.equal(weights[0], weights[2])

@@ -1,4 +1,5 @@
-"""runtime.set_threads: explicit count, COURSE_THREADS, else the cores idle now."""
+"""runtime.set_threads: explicit count, COURSE_THREADS, else torch's own count capped at MAX_DEFAULT_THREADS, and
+never the load of the moment. runtime.course_seed: COURSE_SEED, else the default."""
 import pytest
 import torch
 
@@ -9,6 +10,7 @@ from course_utils import runtime
 def restore_threads(monkeypatch):
     before = torch.get_num_threads()
     monkeypatch.delenv(runtime.THREADS_ENV, raising=False)
+    monkeypatch.delenv(runtime.SEED_ENV, raising=False)
     yield
     torch.set_num_threads(before)
 
@@ -23,25 +25,39 @@ def test_course_threads_variable(monkeypatch):
     assert runtime.set_threads() == 2 and torch.get_num_threads() == 2
 
 
-@pytest.mark.parametrize("cores, load, default, expected", [
-    (2, 0.1, 2, 2),  # idle 2-core machine: torch's default, one thread per core
-    (2, 0.7, 2, 1),  # one core's worth busy elsewhere: one thread
-    (2, 6.5, 2, 1),  # a busy shared machine: one thread, never zero
-    (16, 3.0, 8, 8),  # hyperthreads: never more than torch's default (physical cores)
-    (16, 10.2, 8, 6),
-])
-def test_idle_cores_decide_without_a_count(monkeypatch, cores, load, default, expected):
-    monkeypatch.setattr(runtime.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(runtime.os, "getloadavg", lambda: (load, load, load))
+@pytest.mark.parametrize("default, expected", [(1, 1), (2, 2), (4, 4), (8, runtime.MAX_DEFAULT_THREADS)])
+def test_the_default_is_torchs_count_capped(monkeypatch, default, expected):
     monkeypatch.setattr(runtime, "_TORCH_DEFAULT_THREADS", default)
+    assert runtime.default_threads() == expected
     assert runtime.set_threads() == expected and torch.get_num_threads() == expected
 
 
-def test_set_threads_says_how_many_and_where_the_number_came_from(monkeypatch):
+@pytest.mark.parametrize("load", [0.0, 0.7, 1.5, 6.5])
+def test_the_default_does_not_follow_the_load_average(monkeypatch, load):
+    monkeypatch.setattr(runtime, "_TORCH_DEFAULT_THREADS", 2)
+    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(runtime.os, "getloadavg", lambda: (load, load, load))
+    assert runtime.set_threads() == 2  # the same count right after another job as on a quiet machine
+
+
+def test_set_threads_says_how_many_and_which_rule(monkeypatch):
     lines = []
     monkeypatch.setenv(runtime.THREADS_ENV, "1")
     assert runtime.set_threads(log=lines.append) == 1
     monkeypatch.delenv(runtime.THREADS_ENV)
+    monkeypatch.setattr(runtime, "_TORCH_DEFAULT_THREADS", 8)
     runtime.set_threads(log=lines.append)
+    runtime.set_threads(2, log=lines.append)
     assert lines[0] == f"CPU threads: 1 (from {runtime.THREADS_ENV})"
-    assert lines[1].startswith("CPU threads: ") and f"{runtime.THREADS_ENV}=N fixes the count" in lines[1]
+    assert lines[1] == (f"CPU threads: {runtime.MAX_DEFAULT_THREADS} (the default: torch's 8, at most "
+                        f"{runtime.MAX_DEFAULT_THREADS}; {runtime.THREADS_ENV}=N sets another count)")
+    assert lines[2] == "CPU threads: 2 (asked for)"
+
+
+def test_course_seed(monkeypatch):
+    assert runtime.course_seed() == 0 and runtime.course_seed(5) == 5
+    monkeypatch.setenv(runtime.SEED_ENV, " 3 ")
+    assert runtime.course_seed(5) == 3
+    monkeypatch.setenv(runtime.SEED_ENV, "three")
+    with pytest.raises(ValueError, match="COURSE_SEED='three' is not a whole number"):
+        runtime.course_seed()
