@@ -345,12 +345,16 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
                              ) -> TrainedClassifier:
     """`config`'s classifier, trained once on the course's train split and cached (atomically) at
     classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
-    on FAST_CLASSIFIER's few pairs and caches separately; COURSE_SEED, when set, replaces config.seed. Introduced
-    in notebook 08."""
+    on FAST_CLASSIFIER's few pairs and caches separately; COURSE_SEED, when set, replaces config.seed. On a cache
+    miss, the archive COURSE_MODELS_ARCHIVE names (model_archive) is imported first. Introduced in notebook 08."""
     fast, say = fast_mode(), print if verbose else (lambda *_: None)
     data = load_course_data(verbose=False) if data is None else data
     path = classifier_path(config, fast)
     train_config = dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
+    if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
+        from course_utils.model_archive import import_from_env
+
+        import_from_env(fast, data, log=say)
     if path.exists() and not retrain:
         payload = torch.load(path, map_location="cpu", weights_only=True)
         if (payload.get("format") == CLASSIFIER_FORMAT and payload["config"] == dataclasses.asdict(train_config)

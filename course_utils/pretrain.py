@@ -4,12 +4,15 @@
                                                # notebook 08's seven classifiers (about 1.5 minutes each)
     python -m course_utils pretrain --fast     # their fast-mode (COURSE_FAST=1) smoke-test models, seconds each
     python -m course_utils pretrain --no-classifiers   # the translators only
+    python -m course_utils pretrain --export class-models.zip   # then all of them in one archive for the class
+    python -m course_utils pretrain --import class-models.zip   # a student: the lecturer's models, nothing trained
     results = pretrain()                       # the same from Python; returns one PretrainResult per model
 
 Each translator is trained by `recipes.load_or_train`, each classifier by `classifier.load_or_train_classifier`, and
 cached where the notebooks look for it (data_dir()/models/); a model already cached there is loaded (which also checks
 that it matches the corpus) and skipped. While it runs it says which model is training, which of how many it is, and
-about how long the rest will take.
+about how long the rest will take. With COURSE_MODELS_ARCHIVE set, the models missing here are first imported from
+that archive; --export and --import are the lecturer's and the students' sides of course_utils.model_archive.
 
 NOTEBOOK_MODELS is the list of translators the notebooks load, classifier.NOTEBOOK_CLASSIFIERS notebook 08's
 classifiers; tests/test_pretrain.py checks both against the notebooks.
@@ -186,6 +189,10 @@ def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progr
                 raise KeyError(f"{error.args[0]}; notebook classifiers: {', '.join(configs)}") from None
     mode = " (fast mode: smoke-test models)" if fast else ""
     course = load_course_data(verbose=False)
+    if not retrain:  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
+        from course_utils.model_archive import import_from_env
+
+        import_from_env(fast, course, log=say)
     jobs = _jobs(names, fast, retrain, progress, course)
     to_train = [job for job in jobs if retrain or not job.path.exists()]
     estimate = sum(job.estimate for job in to_train)
@@ -228,17 +235,58 @@ def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progr
     return results
 
 
-def cmd_pretrain(args: argparse.Namespace) -> int:
-    """`pretrain`: exit status 0 when every model is cached afterwards, 1 otherwise. Used by the package, not a
-    notebook."""
-    from course_utils.data import CorpusError
-    from course_utils.runtime import set_threads
+def import_archive(path: str, fast: bool | None = None) -> int:
+    """`pretrain --import FILE`: the archive validated in full, then its models cached (model_archive.import_models);
+    nothing trains. Returns the exit status; raises model_archive.ArchiveError. Used by the package, not a notebook."""
+    from course_utils.model_archive import import_models, read_manifest
 
-    set_threads(log=print)
+    names = import_models(path, fast=fast, log=print)
+    manifest = read_manifest(path)
+    absent = [name for name in (*NOTEBOOK_MODELS, *notebook_classifiers()) if name not in names]
+    print(f"imported {len(names)} {'fast-mode' if manifest.fast else 'full-mode'} model(s) from {path} (exported "
+          f"{manifest.created} with course_utils {manifest.course_utils_version} and torch {manifest.torch_version}, "
+          f"for {manifest.corpus.get('description')}); nothing was trained: the notebooks load the lecturer's models"
+          + (f"; not in the archive (trained when a notebook needs them): {', '.join(absent)}" if absent else ""))
+    return 0
+
+
+def export_archive(path: str, results: Sequence[PretrainResult], fast: bool) -> int:
+    """`pretrain --export FILE`: after pretrain, the models of `results` in one archive (model_archive.export_models).
+    Returns the exit status (1 when a model failed); raises model_archive.ArchiveError. Used by the package, not a
+    notebook."""
+    from course_utils.model_archive import export_models
+
+    failed = [result.name for result in results if result.status == "failed"]
+    if failed:
+        print(f"error: not exported: {', '.join(failed)} did not fit (see above); retrain them, then export again",
+              file=sys.stderr)
+        return 1
+    manifest = export_models(path, [result.name for result in results], fast=fast)
+    print(f"exported {len(manifest.models)} {'fast-mode' if fast else 'full-mode'} model(s) to {path} "
+          f"({Path(path).stat().st_size / 1e6:.1f} MB) with checksums, the corpus fingerprint and the recipes; "
+          f"students run: python -m course_utils pretrain --import {Path(path).name}")
+    return 0
+
+
+def cmd_pretrain(args: argparse.Namespace) -> int:
+    """`pretrain`: exit status 0 when every model is cached afterwards (and exported or imported), 1 otherwise. Used
+    by the package, not a notebook."""
+    from course_utils.data import CorpusError
+    from course_utils.model_archive import ArchiveError
+    from course_utils.runtime import fast_mode, set_threads
+
     try:
+        if args.import_path:
+            if args.names or args.retrain or args.no_classifiers:
+                raise ArchiveError("--import takes no model names, --retrain or --no-classifiers: it imports every "
+                                   "model of the archive and trains nothing")
+            return import_archive(args.import_path, fast=True if args.fast else None)
+        set_threads(log=print)
         results = pretrain(args.names or None, fast=True if args.fast else None, progress=not args.no_progress,
                            retrain=args.retrain, classifiers=not args.no_classifiers)
-    except (KeyError, CorpusError) as error:
+        if args.export:
+            return export_archive(args.export, results, fast=True if args.fast else fast_mode())
+    except (KeyError, CorpusError, ArchiveError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0 if all(result.status != "failed" for result in results) else 1
@@ -255,4 +303,9 @@ def add_pretrain_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--no-classifiers", action="store_true",
                         help="without names: the translators only, not notebook 08's classifiers")
+    shared = parser.add_mutually_exclusive_group()
+    shared.add_argument("--export", metavar="FILE", help="then write the models into one archive for the class "
+                        "(with checksums, the corpus fingerprint and the recipes; --fast: the fast-mode models)")
+    shared.add_argument("--import", dest="import_path", metavar="FILE", help="import a lecturer's archive (checked "
+                        "in full first: same corpus and recipes) and train nothing")
     parser.set_defaults(func=cmd_pretrain)
