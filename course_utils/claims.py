@@ -1,0 +1,191 @@
+"""What the notebooks say about trained models, in two kinds that a reader can tell apart.
+
+    claims.check("05.attention_wins_every_length_bucket", gains=[12.5, 11.7, 14.2])   # a property: asserted
+    claims.observe("06.sharpest_scorer", "lecture-scaled_general")   # an observation: stored run beside this run
+
+- A **property of the method** holds for any reasonable run: other seeds, thread counts, CPU or GPU, another copy
+  of the corpus. Each is defined once here (`PROPERTIES`: the sentence a notebook says, and the test on the values a
+  notebook measures). `check` asserts it on the learner's own run in full mode; fast-mode models are smoke tests,
+  so there it only reports. The evidence is `benchmarks/results/claims.json`, made by `benchmarks/claims_evidence.py`
+  (every notebook run top to bottom over seeds, devices and corpora, each `check` and `observe` logged), and
+  `tests/test_claims.py` checks that every property a notebook asserts held in every run of that file.
+- An **observation of one run** (this sentence, this ranking, this count) is printed as "stored run: X; this run:
+  Y", never asserted. The stored run's values are `notebooks/stored_run.json`, written when the committed notebooks
+  are executed with COURSE_RECORD_STORED_RUN=1.
+
+Not about computing the values: the notebooks compute them in the open, and this module only judges and records.
+Used from notebook 04 on (`check`; `observe` from 06).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from course_utils.runtime import fast_mode
+
+__all__ = ["PROPERTIES", "Property", "check", "observe", "stored_run", "EVIDENCE", "STORED_RUN", "LOG_ENV",
+           "RECORD_ENV"]
+
+REPO = Path(__file__).resolve().parent.parent
+EVIDENCE = REPO / "benchmarks" / "results" / "claims.json"  # every run of the evidence, each check and observe
+STORED_RUN = REPO / "notebooks" / "stored_run.json"  # the observations of the run stored in the notebooks
+LOG_ENV = "COURSE_CLAIMS_LOG"  # a file: every check and observe appends one JSON line to it (the evidence runs)
+RECORD_ENV = "COURSE_RECORD_STORED_RUN"  # 1: observe() writes this run's values into STORED_RUN (full mode only)
+
+
+@dataclass(frozen=True)
+class Property:
+    """A statement a notebook makes about any reasonable trained model, and its test on the measured values.
+
+    Used by the package, not a notebook."""
+
+    name: str  # "<notebook>.<what>", e.g. "05.attention_wins_every_length_bucket"
+    statement: str  # the sentence, as the notebook says it
+    holds: Callable[[Mapping[str, Any]], bool]  # values (keyword arguments of check) -> does it hold?
+
+
+def _increasing(values) -> bool:
+    return all(a < b for a, b in zip(values, values[1:]))
+
+
+PROPERTIES: dict[str, Property] = {p.name: p for p in [
+    # 04: one run's bootstrap interval against the seed spread of benchmarks/results/attention_seeds.json
+    Property("04.seed_noise_matters", "for the scaled Luong recipes the seed spread is larger than one run's "
+             "bootstrap standard error; for Bahdanau and concat the two are within a factor of 2",
+             lambda v: all(v["bootstrap_se"][n] < v["seed_sd"][n] for n in ("lecture-scaled_dot",
+                                                                            "lecture-scaled_general"))
+             and all(0.5 < v["bootstrap_se"][n] / v["seed_sd"][n] < 2 for n in ("lecture-bahdanau",
+                                                                                "lecture-concat"))),
+    # 05
+    Property("05.exposure_bias_grows_with_teacher_forcing", "the more teacher forcing in training, the larger the "
+             "gap between a model's free-running and teacher-forced dev loss",
+             lambda v: _increasing([v["gap"][r] for r in ("0.0", "0.5", "1.0")])),
+    Property("05.teacher_forcing_learns_fastest", "full teacher forcing ends with the best greedy dev BLEU of the "
+             "three short runs, free running with the worst",
+             lambda v: max(v["final_bleu"], key=v["final_bleu"].get) == "1.0"
+             and min(v["final_bleu"], key=v["final_bleu"].get) == "0.0"),
+    Property("05.attention_wins_every_length_bucket", "attention beats no attention in every length bucket of the "
+             "test split", lambda v: all(gain > 0 for gain in v["gains"])),
+    Property("05.gain_ratio_flat_over_length", "the ratio of the two models' BLEU hardly depends on length: the "
+             "largest bucket's ratio is less than 1.25 times the smallest's",
+             lambda v: min(v["ratios"]) > 0 and max(v["ratios"]) / min(v["ratios"]) < 1.25),
+    # 06
+    Property("06.three_scorers_beat_none_by_5_chrf", "the Bahdanau, scaled dot and concat models are each more "
+             "than 5 chrF points ahead of the model without attention (mean sentence chrF and corpus chrF)",
+             lambda v: all(v["chrf"][n][k] > v["chrf"]["lecture-none"][k] + 5
+                           for n in ("lecture-bahdanau", "lecture-scaled_dot", "lecture-concat") for k in (0, 1))),
+    # 07
+    Property("07.beam_beats_greedy", "beam search beats greedy decoding at some width",
+             lambda v: max(v["beam_bleu"][w] for w in v["beam_bleu"] if w != "1") > v["beam_bleu"]["1"]),
+    Property("07.wider_beams_help_less", "wider beams help less and less: going from width 5 to 10 adds less test "
+             "BLEU than going from 1 (greedy) to 3",
+             lambda v: v["beam_bleu"]["10"] - v["beam_bleu"]["5"] < v["beam_bleu"]["3"] - v["beam_bleu"]["1"]),
+    Property("07.raw_log_p_prefers_short_outputs", "ranked by raw log P, the wider the beam, the shorter its "
+             "outputs: width 10 shorter than width 2, width 2 shorter than greedy",
+             lambda v: v["raw_words"]["10"] < v["raw_words"]["2"] < v["greedy_words"]),
+    Property("07.raw_log_p_close_to_normalised", "at width 10, ranking the hypotheses by raw log P instead of "
+             "log P / T changes test BLEU by less than 5 points (the sentences are short)",
+             lambda v: abs(v["bleu"]["normalised"] - v["bleu"]["raw"]) < 5),
+    Property("07.sampling_below_greedy", "sampling scores below greedy decoding at every temperature, and the "
+             "hotter, the worse", lambda v: all(b < v["greedy_bleu"] for b in v["sample_bleu"].values())
+             and _increasing([-v["sample_bleu"][t] for t in sorted(v["sample_bleu"], key=float)])),
+    Property("07.unknown_words_are_common", "between a tenth and a quarter of the test sources contain a French "
+             "word that the training split does not have", lambda v: 0.1 < v["unknown"] / v["sources"] < 0.25),
+    Property("07.never_writes_unk", "a model whose vocabulary keeps every training word (almost) never writes "
+             "<unk>: at most 1% of the test outputs", lambda v: v["unk_outputs"] <= 0.01 * v["sources"]),
+    Property("07.attention_finds_the_unknown_word", "copying the source word the <unk> row attends to most picks "
+             "an unknown French word more often than copying the word on the diagonal",
+             lambda v: v["attention_unknown"] > v["diagonal_unknown"]),
+    Property("07.few_copies_are_right", "fewer than a quarter of the copied French words are in the reference",
+             lambda v: v["right"] < v["copies"] / 4),
+    Property("07.copying_helps_chrf_more_than_bleu", "copying the attended word instead of a placeholder that "
+             "matches nothing never lowers BLEU, and raises chrF more than BLEU",
+             lambda v: v["bleu_gain"] > -1e-9 and v["chrf_gain"] > v["bleu_gain"]),
+    # 08
+    Property("08.the_task_is_easy", "every classifier without a sparsity penalty names over 90% of the test "
+             "subjects", lambda v: min(v["accuracy"].values()) > 0.9),
+    Property("08.bag_of_words_points_at_the_pronoun", "the bag of words' top word is the gold pronoun in over 95% "
+             "of the test sentences that have one", lambda v: v["precision"]["bag of words"] > 0.95),
+]}
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON data: tensors and numpy numbers become Python numbers, tuples lists, keys strings."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _log(record: dict) -> None:
+    path = os.environ.get(LOG_ENV, "").strip()
+    if path:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(json.dumps({**record, "fast": fast_mode()}) + "\n")
+
+
+def _evidence_line(name: str) -> str:
+    """'held in 20 of 20 runs of the evidence' from benchmarks/results/claims.json ('' where it is missing)."""
+    try:
+        runs = json.loads(EVIDENCE.read_text())["runs"]
+    except (OSError, ValueError, KeyError):
+        return ""
+    held = [record["held"] for run in runs for record in run["properties"] if record["name"] == name]
+    return f"; held in {sum(held)} of {len(held)} runs of {EVIDENCE.relative_to(REPO)}" if held else ""
+
+
+def check(name: str, **values: Any) -> bool:
+    """Judge property `name` on this run's `values` (keyword arguments, as PROPERTIES[name].holds reads them),
+    print one line, log it (COURSE_CLAIMS_LOG), and in full mode raise AssertionError if it does not hold.
+
+    Returns whether it held. In fast mode (smoke-test models) nothing is asserted. Introduced in notebook 04."""
+    prop = PROPERTIES[name]
+    values = _plain(values)
+    try:
+        held = bool(prop.holds(values))
+    except ArithmeticError:  # a division by a zero score (a smoke-test model): it does not hold
+        held = False
+    _log({"kind": "property", "name": name, "held": held, "values": values})
+    if held or fast_mode():
+        verdict = "holds" if held else "does not hold (fast mode: smoke-test models, not asserted)"
+        print(f"property: {prop.statement}: {verdict} on this run{_evidence_line(name)}")
+        return held
+    raise AssertionError(f"property {name!r} ({prop.statement}) does not hold on this run: {values}. It held in "
+                         f"every run of {EVIDENCE.relative_to(REPO)}: please report this run (seed, device, corpus)")
+
+
+def stored_run() -> dict[str, Any]:
+    """The observations of the run stored in the notebooks (notebooks/stored_run.json), {} when there is none.
+
+    Used by the package, not a notebook."""
+    try:
+        return json.loads(STORED_RUN.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def observe(name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
+    """Print an observation of one run as "stored run: X; this run: Y" (`show` formats a value), log it, and with
+    COURSE_RECORD_STORED_RUN=1 in full mode record it as the stored run's. Never asserts. Returns `value`.
+
+    `name` is "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 06."""
+    value = _plain(value)
+    stored = stored_run()
+    if os.environ.get(RECORD_ENV, "").strip() == "1" and not fast_mode():
+        stored[name] = value
+        STORED_RUN.write_text(json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    _log({"kind": "observation", "name": name, "value": value})
+    before = show(stored[name]) if name in stored else "(none recorded)"
+    mode = " (fast mode: smoke-test models)" if fast_mode() else ""
+    print(f"observation {name}: stored run {before}; this run{mode} {show(value)}")
+    return value

@@ -1,0 +1,127 @@
+"""claims: properties asserted on the learner's run, observations printed beside the stored run's; and the evidence
+file (benchmarks/results/claims.json) that backs every property a notebook asserts."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from course_utils import claims
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def code_of(notebook: Path) -> str:
+    cells = json.loads(notebook.read_text())["cells"]
+    return "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+
+
+def asserted_properties() -> dict[str, list[str]]:
+    """property name -> notebooks whose code calls claims.check with it."""
+    found = {}
+    for notebook in NOTEBOOKS:
+        for name in re.findall(r'claims\.check\(\s*"([^"]+)"', code_of(notebook)):
+            found.setdefault(name, []).append(notebook.stem)
+    return found
+
+
+@pytest.fixture
+def full_mode(monkeypatch, tmp_path):
+    monkeypatch.setenv("COURSE_FAST", "0")
+    monkeypatch.setenv(claims.LOG_ENV, str(tmp_path / "log.jsonl"))
+    monkeypatch.setattr(claims, "STORED_RUN", tmp_path / "stored_run.json")
+    return tmp_path
+
+
+def log_records(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
+
+
+def test_a_property_that_holds_passes_and_is_logged(full_mode, capsys):
+    assert claims.check("05.attention_wins_every_length_bucket", gains=[12.5, 0.1, 14.2]) is True
+    assert "property: attention beats no attention in every length bucket" in capsys.readouterr().out
+    (record,) = log_records(full_mode)
+    assert record == {"kind": "property", "name": "05.attention_wins_every_length_bucket", "held": True,
+                      "values": {"gains": [12.5, 0.1, 14.2]}, "fast": False}
+
+
+def test_a_property_that_fails_raises_in_full_mode_only(full_mode, monkeypatch, capsys):
+    with pytest.raises(AssertionError, match=r"attention beats no attention in every length bucket.*-0\.5"):
+        claims.check("05.attention_wins_every_length_bucket", gains=[12.5, -0.5, 14.2])
+    assert log_records(full_mode)[0]["held"] is False  # logged before it raised
+    monkeypatch.setenv("COURSE_FAST", "1")
+    assert claims.check("05.attention_wins_every_length_bucket", gains=[-1.0]) is False
+    assert "does not hold (fast mode: smoke-test models, not asserted)" in capsys.readouterr().out
+
+
+def test_values_are_logged_as_plain_json(full_mode):
+    torch = pytest.importorskip("torch")
+    claims.check("05.exposure_bias_grows_with_teacher_forcing", gap={1.0: torch.tensor(1.7), 0.5: 0.4, 0.0: -0.01})
+    assert log_records(full_mode)[0]["values"] == {"gap": {"1.0": pytest.approx(1.7), "0.5": 0.4, "0.0": -0.01}}
+
+
+def test_an_observation_prints_the_stored_run_beside_this_run_and_never_asserts(full_mode, monkeypatch, capsys):
+    claims.STORED_RUN.write_text(json.dumps({"06.sharpest_softest": ["lecture-scaled_general", "lecture-scaled_dot"]}))
+    assert claims.observe("06.sharpest_softest", ["lecture-concat", "lecture-bahdanau"]) == ["lecture-concat",
+                                                                                            "lecture-bahdanau"]
+    claims.observe("06.new_thing", 0.25, show="{:.0%}".format)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == ("observation 06.sharpest_softest: stored run ['lecture-scaled_general', 'lecture-scaled_dot']; "
+                      "this run ['lecture-concat', 'lecture-bahdanau']")
+    assert out[1] == "observation 06.new_thing: stored run (none recorded); this run 25%"
+    assert [r["kind"] for r in log_records(full_mode)] == ["observation", "observation"]
+    assert json.loads(claims.STORED_RUN.read_text()) == {"06.sharpest_softest": ["lecture-scaled_general",
+                                                                                 "lecture-scaled_dot"]}
+
+
+def test_recording_the_stored_run_writes_full_mode_values_only(full_mode, monkeypatch, capsys):
+    monkeypatch.setenv(claims.RECORD_ENV, "1")
+    claims.observe("06.best_rows_below_0.8", 0.52)
+    monkeypatch.setenv("COURSE_FAST", "1")
+    claims.observe("06.best_rows_below_0.8", 0.99)  # a smoke-test model is never the stored run
+    assert json.loads(claims.STORED_RUN.read_text()) == {"06.best_rows_below_0.8": 0.52}
+
+
+def test_every_property_a_notebook_asserts_is_defined_once_and_every_definition_is_used():
+    used = asserted_properties()
+    assert set(used) == set(claims.PROPERTIES), "a notebook asserts an undefined property, or one is unused"
+    for name, notebooks in used.items():
+        assert notebooks == [next(nb.stem for nb in NOTEBOOKS if nb.stem.startswith(name.split(".")[0]))], name
+
+
+def test_no_notebook_asserts_on_a_trained_model_outside_claims():
+    for notebook in NOTEBOOKS:
+        assert not re.search(r"if not FAST[^\n]*:\s*(#[^\n]*)?\n\s+assert", code_of(notebook)), notebook.stem
+
+
+def test_every_observation_printed_by_a_notebook_has_a_stored_value():
+    stored = json.loads(claims.STORED_RUN.read_text())
+    for notebook in NOTEBOOKS:
+        for name in re.findall(r'claims\.observe\(\s*"([^"]+)"', code_of(notebook)):
+            assert name in stored, f"{notebook.stem}: {name} (execute the notebooks with {claims.RECORD_ENV}=1)"
+
+
+# ------------------------------------------------------------------------------------- the evidence file
+@pytest.fixture(scope="module")
+def evidence():
+    return json.loads(claims.EVIDENCE.read_text())
+
+
+def test_the_evidence_covers_seeds_devices_and_corpora(evidence):
+    runs = evidence["runs"]
+    assert len({run["seed"] for run in runs}) >= 5
+    assert {run["device"] for run in runs} >= {"cpu", "cuda"}
+    assert {run["corpus"] for run in runs} >= {"mirror", "derived"}
+    for device in ("cpu", "cuda"):
+        for corpus in ("mirror", "derived"):
+            assert any(run["device"] == device and run["corpus"] == corpus for run in runs), (device, corpus)
+    assert not any(run["fast"] for run in runs), "fast-mode runs are smoke tests, not evidence"
+
+
+def test_every_asserted_property_held_in_every_run_of_the_evidence(evidence):
+    for run in evidence["runs"]:
+        recorded = {record["name"]: record for record in run["properties"]}
+        for name in asserted_properties():
+            assert name in recorded, f"{name} was not evaluated in run {run['label']}: rerun the evidence"
+            assert claims.PROPERTIES[name].holds(recorded[name]["values"]), f"{name} fails in run {run['label']}"
