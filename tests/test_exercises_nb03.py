@@ -36,6 +36,13 @@ MISTAKES = [  # checker, typical wrong solution, a word of the expected hint
     (exercises.check_masked_softmax, lambda scores, mask: stable_softmax(scores.masked_fill(~mask, float("-inf")), 0),
      "dim=-1"),  # over the batch
     (exercises.check_masked_softmax, naive_softmax, "overflows"),
+    # rows that sum to 1 with pads exactly 0, but the wrong values: only the value comparison catches these
+    (exercises.check_masked_softmax, lambda scores, mask: mask.float() / mask.sum(-1, keepdim=True),
+     "weights differ"),  # uniform over the real positions: the scores ignored
+    (exercises.check_masked_softmax, lambda scores, mask: stable_softmax(2 * scores.masked_fill(~mask, float("-inf"))),
+     "weights differ"),  # a temperature of 1/2
+    (exercises.check_dot_attention, dot_with(lambda scores, mask, keys: solutions.masked_softmax(-scores, mask)),
+     "weights differ"),  # the score's sign flipped: attends to the least similar key
     (exercises.check_masked_softmax, lambda scores, mask: naive_softmax(scores, mask)[:, None], "shape"),  # (B, 1, S)
     (exercises.check_dot_attention, dot_with(lambda scores, mask, keys: scores.softmax(-1)), "exactly 0"),
     (exercises.check_dot_attention,
