@@ -8,7 +8,7 @@ fixed shapes and no value read back to Python: the decoder's loop has none (test
 source-length buckets of `data.make_loader` give about a dozen batch shapes per epoch, all recorded before the first
 step. The encoder stays as it is: its packed GRU depends on each batch's lengths, not only on its shape.
 
-    graphs = DecoderGraphs(model, config, batches)   # records one graph per (src shape, tgt shape) of batches
+    graphs = DecoderGraphs(model, teacher_forcing_ratio, label_smoothing, batches)  # a graph per batch shape
     loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs DecoderLoss itself for a new shape)
 
 `train.train` builds one when the model is on a GPU and `TrainConfig.cuda_graphs` is on; `train.train_step` takes

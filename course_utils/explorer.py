@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 
 from course_utils.decode import forbid_special_tokens, force_decode
 from course_utils.translate import prepare_source, translate
-from course_utils.viz import CELL_INCHES, _text_inches, plot_attention, plot_top_k
+from course_utils.viz import CELL_INCHES, plot_attention, plot_top_k, text_inches
 
 MODES = ("greedy", "beam")
 DEFAULT_BEAM_WIDTH = 5
@@ -201,13 +201,13 @@ def draw_state(state: ExplorerState) -> Figure | None:
     has_heatmap = state.attention is not None
     bar_title = f"next token after\n« {' '.join(state.tokens_so_far[-3:]) or '<sos>'} »"
     # Every size below is in inches. Left to right: heatmap, gap, colour bar + its labels, gap, bars.
-    left = 0.7 + _text_inches(state.output_tokens, FONT_SIZE) if has_heatmap else 0.2
+    left = 0.7 + text_inches(state.output_tokens, FONT_SIZE) if has_heatmap else 0.2
     heat_w, heat_h = (CELL_INCHES * S, CELL_INCHES * T) if has_heatmap else (0.0, 0.0)
-    colorbar_w, colorbar_room = 0.15, 0.85 + _text_inches(["0.0"], FONT_SIZE) if has_heatmap else 0.0
-    gap = 0.35 + _text_inches(tokens, FONT_SIZE)
+    colorbar_w, colorbar_room = 0.15, 0.85 + text_inches(["0.0"], FONT_SIZE) if has_heatmap else 0.0
+    gap = 0.35 + text_inches(tokens, FONT_SIZE)
     bar_w, bar_h = 2.8, max(0.42 * len(tokens), 1.4)
-    right = 0.2 + max(0.0, _text_inches(bar_title.split("\n"), FONT_SIZE) - bar_w) / 2  # a long title overhangs
-    bottom, top = 0.65 + (0.75 * _text_inches(state.source_tokens, FONT_SIZE) + 0.1 if has_heatmap else 0.0), 0.8
+    right = 0.2 + max(0.0, text_inches(bar_title.split("\n"), FONT_SIZE) - bar_w) / 2  # a long title overhangs
+    bottom, top = 0.65 + (0.75 * text_inches(state.source_tokens, FONT_SIZE) + 0.1 if has_heatmap else 0.0), 0.8
     width = left + heat_w + colorbar_room + gap + bar_w + right
     height = bottom + max(heat_h, bar_h) + top
     fig = Figure(figsize=(width, height))

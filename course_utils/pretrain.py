@@ -1,7 +1,7 @@
 """Prepare a class: train and cache, ahead of time, every model the notebooks load.
 
-    python -m course_utils pretrain            # the lecture models of notebooks 04-06 (about 2 minutes each), then
-                                               # notebook 08's seven classifiers (about 1.5 minutes each)
+    python -m course_utils pretrain            # the lecture models of notebooks 04-07, then notebook 08's seven
+                                               # classifiers (README, "Before class", says how long they take)
     python -m course_utils pretrain --fast     # their fast-mode (COURSE_FAST=1) smoke-test models, seconds each
     python -m course_utils pretrain --no-classifiers   # the translators only
     python -m course_utils pretrain --export class-models.zip   # then all of them in one archive for the class

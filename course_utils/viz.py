@@ -84,8 +84,8 @@ def _to_numpy_matrix(weights, source_tokens: Sequence[str], output_tokens: Seque
     return matrix
 
 
-def _text_inches(labels, fontsize: float = 10.0) -> float:
-    """Rough width (inches) of the longest label: about 0.6 em per character."""
+def text_inches(labels, fontsize: float = 10.0) -> float:
+    """Rough width (inches) of the longest label: about 0.6 em per character. Used by the package, not a notebook."""
     return max((len(str(label)) for label in labels), default=1) * 0.6 * fontsize / 72
 
 
@@ -211,7 +211,7 @@ def _panel_from(title: str, item, tgt_vocab=None, source_tokens: Sequence[str] |
 
 def _panel_title(title: str, statistic: str, width_inches: float) -> str:
     """`title` wrapped into lines that fit `width_inches` at PANEL_TITLE_SIZE, then `statistic` on a line of its own."""
-    per_line = max(8, int(width_inches / _text_inches(["x"], PANEL_TITLE_SIZE)))
+    per_line = max(8, int(width_inches / text_inches(["x"], PANEL_TITLE_SIZE)))
     return "\n".join(textwrap.wrap(title, per_line, break_on_hyphens=False) + ([statistic] if statistic else []))
 
 
