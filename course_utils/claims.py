@@ -28,10 +28,10 @@ from typing import Any
 
 from course_utils.runtime import fast_mode
 
-__all__ = ["PROPERTIES", "Property", "check", "observe", "stored_run", "EVIDENCE", "STORED_RUN", "LOG_ENV",
+__all__ = ["PROPERTIES", "Property", "check", "observe", "stored_run", "REPO", "EVIDENCE", "STORED_RUN", "LOG_ENV",
            "RECORD_ENV"]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent  # the repository: the evidence and stored-run files live in it
 EVIDENCE = REPO / "benchmarks" / "results" / "claims.json"  # every run of the evidence, each check and observe
 STORED_RUN = REPO / "notebooks" / "stored_run.json"  # the observations of the run stored in the notebooks
 LOG_ENV = "COURSE_CLAIMS_LOG"  # a file: every check and observe appends one JSON line to it (the evidence runs)

@@ -21,6 +21,9 @@ from torch import nn
 
 from course_utils.data import EOS_ID, MAX_LENGTH, SOS_ID
 
+__all__ = ["HIDDEN_SIZE", "LEARNING_RATE", "TEACHER_FORCING_RATIO", "STEPS", "ClassicEncoder", "ClassicAttnDecoder",
+           "ClassicModel", "make_classic", "train_step", "ClassicRun", "train_classic", "classic_translate"]
+
 HIDDEN_SIZE = 256
 LEARNING_RATE = 0.01
 TEACHER_FORCING_RATIO = 0.5

@@ -26,6 +26,11 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.request import urlopen
 
+__all__ = ["CORPUS_ENV", "DATA_DIR_ENV", "REPO_ROOT", "CORPUS_FILENAME", "CORPUS_URL", "DOWNLOAD_TIMEOUT",
+           "CORPUS_MEMBERS", "CorpusFingerprint", "TUTORIAL_CORPUS", "MIRROR_CORPUS", "KNOWN_CORPORA", "CorpusError",
+           "data_dir", "display_path", "find_corpus", "download_corpus", "read_corpus_lines", "CorpusInfo",
+           "check_corpus"]
+
 CORPUS_ENV = "COURSE_CORPUS"  # a local file or archive; wins over everything else
 DATA_DIR_ENV = "COURSE_DATA_DIR"  # where the corpus and the trained models are kept (default: data/ in the repo)
 REPO_ROOT = Path(__file__).resolve().parent.parent

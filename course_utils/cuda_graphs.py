@@ -27,6 +27,8 @@ from course_utils.data import Batch
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq, teacher_forced_input
 
+__all__ = ["quiet_stream_warning", "DecoderLoss", "DecoderGraphs"]
+
 
 @contextlib.contextmanager
 def quiet_stream_warning():

@@ -13,6 +13,8 @@ Introduced in notebook 02 (with the diagrams).
 """
 from __future__ import annotations
 
+__all__ = ["SCORES", "layouts_for"]
+
 SCORES = {"BahdanauAttention": "v tanh(W s + U k)", "DotAttention": "h . k", "GeneralAttention": "h W k",
           "ConcatAttention": "v tanh(W [h; k])", "ScaledDotAttention": "h . k / sqrt(K)",
           "ScaledGeneralAttention": "h W k / sqrt(K)"}  # the score, in words (h: the query, k: a key)

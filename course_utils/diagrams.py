@@ -32,6 +32,10 @@ from course_utils.seq2seq import LUONG_SCORES, ModelConfig, Seq2Seq
 from course_utils.shapes import ShapeTrace, trace_shapes
 from course_utils.vocab import EOS_ID, PAD_ID
 
+__all__ = ["PARTS", "CONTROLLED", "COLORS", "Node", "Edge", "DiagramSpec", "diagram_config", "parse_shapes",
+           "evaluate_symbols", "edge_label", "example_batch", "diagram_spec", "draw_diagram", "DiagramState",
+           "diagram_state", "show_diagram", "DiagramExplorer", "diagram_explorer"]
+
 PARTS = ("encoder", "decoder")
 CONTROLLED = ("embedding_size", "hidden_size", "bidirectional", "attention", "input_feeding")  # explorer's fields
 COLORS = {"input": "#e8f0fe", "module": "#fff4d6", "op": "#eeeeee", "output": "#e6f4ea"}

@@ -23,6 +23,8 @@ from course_utils.runtime import eval_mode
 from course_utils.seq2seq import Seq2Seq
 from course_utils.vocab import Vocab
 
+__all__ = ["SentenceRow", "Evaluation", "evaluate"]
+
 
 class SentenceRow(NamedTuple):
     """One line of the per-sentence table. Introduced in notebook 05."""

@@ -32,6 +32,9 @@ from course_utils.decode import forbid_special_tokens, force_decode
 from course_utils.translate import prepare_source, translate
 from course_utils.viz import CELL_INCHES, plot_attention, plot_top_k, text_inches
 
+__all__ = ["MODES", "DEFAULT_BEAM_WIDTH", "TOP_K", "HINT", "EXAMPLE_SENTENCE", "FONT_SIZE", "ExplorerState",
+           "explorer_state", "draw_state", "figure_png", "show_static", "AttentionExplorer", "explore"]
+
 MODES = ("greedy", "beam")
 DEFAULT_BEAM_WIDTH = 5
 TOP_K = 5

@@ -14,6 +14,8 @@ from torch import Tensor
 
 from course_utils.vocab import PAD_ID
 
+__all__ = ["masked_nll_loss", "perplexity"]
+
 
 def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """Negative log-likelihood of the target tokens, ignoring PAD positions.

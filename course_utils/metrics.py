@@ -20,6 +20,9 @@ import numpy as np
 import torch
 from sacrebleu.metrics import BLEU, CHRF
 
+__all__ = ["Scores", "corpus_scores", "attention_entropy", "diagonal_deviation", "max_entropy", "RationaleScores",
+           "rationale_scores"]
+
 
 class Scores(NamedTuple):
     """Corpus scores of a list of translations against one reference each.

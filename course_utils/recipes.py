@@ -27,6 +27,10 @@ from course_utils.seq2seq import ModelConfig, Seq2Seq, count_parameters
 from course_utils.train import TrainConfig, train
 from course_utils.vocab import Vocab
 
+__all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING", "RECIPES", "DEFAULT_RECIPE",
+           "get_recipe", "FAST_TRAIN_PAIRS", "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "model_path", "train_recipe",
+           "load_or_train"]
+
 
 @dataclass(frozen=True)
 class Recipe:

@@ -17,6 +17,9 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
+__all__ = ["FAST_ENV", "fast_mode", "DEVICE_FIX", "resolve_device", "eval_mode", "THREADS_ENV",
+           "MAX_DEFAULT_THREADS", "default_threads", "set_threads", "SEED_ENV", "course_seed"]
+
 FAST_ENV = "COURSE_FAST"  # COURSE_FAST=1: recipes train briefly (CI, smoke tests) and cache as "<name>-fast"
 
 

@@ -14,6 +14,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
+__all__ = ["COLUMNS", "describe_shapes", "ShapeRow", "ShapeTrace", "trace_shapes"]
+
 COLUMNS = ("module", "type", "call", "inputs", "outputs")
 
 

@@ -27,6 +27,9 @@ from course_utils.data import SOS_ID, Batch
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq, teacher_forced_input
 
+__all__ = ["Key", "Item", "Timing", "thread_count", "time_calls", "decoder_step_calls", "forward_backward",
+           "tokens_per_second"]
+
 Key = TypeVar("Key", bound=Hashable)
 Item = TypeVar("Item")
 

@@ -43,6 +43,9 @@ from course_utils.loss import masked_nll_loss
 from course_utils.runtime import resolve_device
 from course_utils.seq2seq import Seq2Seq
 
+__all__ = ["TrainConfig", "History", "MIN_USABLE_PAIRS", "enough_pairs_problem", "StepResult", "train_step",
+           "training_graphs", "train_epoch", "sample_pairs", "make_optimizer", "train", "average_weights"]
+
 
 # ------------------------------------------------------------------------------------------------------ configs
 @dataclass

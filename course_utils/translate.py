@@ -24,6 +24,9 @@ from course_utils.data import normalize_string
 from course_utils.decode import beam_search, force_decode, greedy_decode
 from course_utils.vocab import EOS_TOKEN, PAD_ID, UNK_ID, UNK_TOKEN
 
+__all__ = ["Translation", "prepare_source", "clip_text", "source_warnings", "replace_unknown_words",
+           "copyable_positions", "translate", "translate_forced", "translate_batch", "attention_table"]
+
 
 class Translation(NamedTuple):
     """One translated sentence, ready to print or plot.

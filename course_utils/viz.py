@@ -30,6 +30,11 @@ from matplotlib.patches import Rectangle
 
 from course_utils.metrics import diagonal_deviation
 
+__all__ = ["ATTENTION_CMAP", "CELL_INCHES", "HIGHLIGHT_COLOR", "PANEL_TITLE_SIZE", "AttentionPlot", "AttentionPanel",
+           "text_inches", "plot_attention", "plot_attention_2017", "visible_tick_labels", "plot_attention_grid",
+           "plot_model_comparison", "plot_sentence_grid", "plot_beam_hypotheses", "plot_top_k", "plot_history",
+           "save_figure"]
+
 ATTENTION_CMAP = "viridis"  # perceptually uniform; 0 = dark blue, 1 = bright yellow
 CELL_INCHES = 0.42  # size of one heatmap cell: 10+ tokens stay readable
 HIGHLIGHT_COLOR = "red"

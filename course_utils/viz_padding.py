@@ -17,6 +17,8 @@ from matplotlib.figure import Figure
 
 from course_utils.viz import ATTENTION_CMAP, HIGHLIGHT_COLOR
 
+__all__ = ["PAD_LABEL", "PAD_BAND", "plot_batch_masks", "plot_masked_scores"]
+
 PAD_LABEL = "padding (masked)"
 PAD_BAND = dict(facecolor="lightgray", edgecolor="gray", hatch="//", alpha=0.6, linewidth=0)  # behind the bars
 

@@ -13,6 +13,9 @@ from collections.abc import Iterable, Sequence
 
 from torch import Tensor
 
+__all__ = ["PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID", "PAD_TOKEN", "SOS_TOKEN", "EOS_TOKEN", "UNK_TOKEN",
+           "SPECIAL_TOKENS", "Vocab"]
+
 PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 PAD_TOKEN, SOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<sos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD_TOKEN, SOS_TOKEN, EOS_TOKEN, UNK_TOKEN)  # in id order
