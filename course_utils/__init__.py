@@ -1,8 +1,29 @@
 """course_utils: the tested code behind the *Dissecting Attention* notebooks.
 
-One module per idea, in the notebooks' order: corpus, vocab and data (01); runtime, encoder and shapes (02);
-attention, decoder, seq2seq and diagrams (03, 04); recipes (04, 05); loss, train, evaluate and checkpoints (05);
-decode, translate, metrics, viz and explorer (05-07); classifier (08); exercises (all). The command line lives in
-__main__, batch_translate and pretrain; the README's two commands in bootstrap; the offline site in site*, slides.
+The library is flat and in the notebooks' order, one idea per module:
+
+    01      corpus, vocab, data                                  the data path: file -> pairs -> ids -> batches
+    02      runtime, encoder, shapes, timing                     where code runs; the encoder; shapes and speed
+    03-04   attention, decoder, seq2seq, diagrams, diagram_layouts   the model core
+    04-05   recipes, loss, train, cuda_graphs, evaluate, checkpoints  training, evaluating, saving
+    05-07   decode (the decoding algorithms), translate, metrics, viz, viz_padding, explorer
+    08      classifier                                           attention for classification
+    04-08   claims                                               what the notebooks say about trained models
+    all     exercises/                                           one module of self-checks per notebook
+
+The course's tooling uses the library and is used by no notebook: __main__ (the command line), batch_translate,
+pretrain and model_archive (preparing a class), site, site_export, site_pages, site_offline and slides (the offline
+site), bootstrap (the README's two commands).
+
+Shape letters, in every docstring and shape comment (tensors are batch-first):
+
+    B   batch size (sentences in a batch)
+    S   source length: French tokens of the longest sentence, <eos> included
+    T   target length: English tokens, <eos> included
+    E   embedding size
+    H   hidden size: the decoder's state (the encoder's, per direction)
+    K   key size: the encoder's outputs, H (one direction) or 2H (bidirectional); Hq the query's size
+    A   attention size: the hidden layer of the additive and concat scorers
+    V   vocabulary size (the English one for the decoder's log-probabilities)
 """
 __version__ = "0.1.0"
