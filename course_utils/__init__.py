@@ -12,8 +12,8 @@ The library is flat and in the notebooks' order, one idea per module:
     all     exercises/                                           one module of self-checks per notebook
 
 The course's tooling uses the library and is used by no notebook: __main__ (the command line), batch_translate,
-pretrain and model_archive (preparing a class), site, site_export, site_pages, site_offline and slides (the offline
-site), bootstrap (the README's two commands).
+pretrain and model_archive (preparing a class), site/ (the offline site and the slides: build, export, pages,
+offline check, slides, static files), bootstrap (the README's two commands).
 
 Shape letters, in every docstring and shape comment (tensors are batch-first):
 

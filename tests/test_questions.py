@@ -20,7 +20,7 @@ from course_utils.exercises.questions import (
     show_questions,
 )
 from course_utils.site import NOTEBOOKS
-from course_utils.site_pages import inline_markdown, questions_section, solutions_page
+from course_utils.site.pages import inline_markdown, questions_section, solutions_page
 
 SHAPE_QUESTIONS = [q for questions in QUESTIONS.values() for q in questions if q.kind == "shape"]
 CONCEPT_QUESTIONS = [q for questions in QUESTIONS.values() for q in questions if q.kind == "concept"]

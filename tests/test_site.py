@@ -103,7 +103,7 @@ def test_solutions_page_lists_every_checker_with_its_reference_solution(built):
 
 def test_question_answers_are_on_the_solutions_page_and_not_on_the_notebook_page(built):
     from course_utils.exercises.questions import QUESTIONS
-    from course_utils.site_pages import inline_markdown
+    from course_utils.site.pages import inline_markdown
 
     solutions = (built / "solutions.html").read_text(encoding="utf-8")
     notebook_page = (built / "03_attention_decoder.html").read_text(encoding="utf-8")

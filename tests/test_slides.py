@@ -1,4 +1,5 @@
-"""Slideshow metadata (course_utils.slides): the rules, idempotence, metadata-only changes, and the stored notebooks."""
+"""Slideshow metadata (course_utils.site.slides): the rules, idempotence, metadata-only changes, and the stored
+notebooks."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import slides
+from course_utils.site import slides
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -103,6 +104,6 @@ def test_stored_notebooks_carry_up_to_date_slide_metadata():
     paths = sorted(NOTEBOOKS.glob("*.ipynb"))
     if not any("slideshow" in cell.get("metadata", {}) for path in paths
                for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]):
-        pytest.skip("no notebook has slide metadata yet: run `python -m course_utils.slides notebooks/*.ipynb`")
+        pytest.skip("no notebook has slide metadata yet: run `python -m course_utils.site.slides notebooks/*.ipynb`")
     stale = [path.name for path in paths if slides.apply_to_file(path, check=True)]
-    assert not stale, f"run `python -m course_utils.slides notebooks/*.ipynb`: stale slide metadata in {stale}"
+    assert not stale, f"run `python -m course_utils.site.slides notebooks/*.ipynb`: stale slide metadata in {stale}"

@@ -10,13 +10,13 @@ What DIR holds (open DIR/index.html in a browser, from disk or any web server):
                           "Builds on"/"Prerequisites"/"Time" lines of its first cell) and links to its page and slides
     NN_name.html          the executed notebook as it is stored (nbconvert's HTMLExporter, JupyterLab look)
     NN_name.slides.html   the same notebook as reveal.js slides (nbconvert's SlidesExporter; slide types from
-                          course_utils.slides, so the deck exists even before the notebooks carry the metadata;
+                          course_utils.site.slides, so the deck exists even before the notebooks carry the metadata;
                           key `s` opens the speaker view with the notes)
     solutions.html        for lecturers: every exercise's checker, its docstring and the reference solution's
                           source (course_utils.exercises.solutions.SOLUTIONS), then each notebook's questions with
                           their answers (course_utils.exercises.questions); left out with --no-solutions
     _static/mathjax/      MathJax 2.7.9 copied from the PyPI package jupyter-server-mathjax (requirements.txt)
-    _static/reveal.js/    reveal.js 4.6.1, the subset vendored in course_utils/site_static/ (MIT)
+    _static/reveal.js/    reveal.js 4.6.1, the subset vendored in course_utils/site/static/ (MIT)
 
 Nothing is executed: the pages show the outputs stored in the notebooks, figures embedded as PNG. Widgets need a
 kernel, so a widget output (06's explorer) is replaced by a note; the notebook's own static fallback
@@ -24,9 +24,12 @@ kernel, so a widget output (06's explorer) is replaced by a note; the notebook's
 (script/link/img/iframe sources, CSS url()/@import, JavaScript imports) and the build fails if one is found
 (`remote_resources`); tests/browser/run_site_check.py opens the result in headless Chromium with no network.
 
-The parts, one idea a module: course_utils.site_export (one notebook exported as page and slides),
-course_utils.site_pages (the index and solutions pages), course_utils.site_offline (the remote-resource check);
-this module builds the whole site from them and is the `site` command. Their public names are importable from here.
+The parts, one idea a module, all in this subpackage (the course's tooling, kept apart from the library modules of
+course_utils): course_utils.site.export (one notebook exported as page and slides), course_utils.site.pages (the
+index and solutions pages), course_utils.site.offline (the remote-resource check), course_utils.site.slides (the
+notebooks' slide metadata, `python -m course_utils.site.slides`) and static/ (the vendored reveal.js); this module
+builds the whole site from them and is the `site` command (also `python -m course_utils.site`, its __main__). The
+public names of export, pages and offline are importable from here.
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -42,18 +45,18 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_utils.site_export import WIDGET_MIME, WIDGET_NOTE, export_notebook, prepare
-from course_utils.site_offline import STATIC, SiteError, check_offline, remote_resources
-from course_utils.site_pages import MATHJAX_CONFIG, NotebookEntry, describe, index_page, solutions_page
+from course_utils.site.export import WIDGET_MIME, WIDGET_NOTE, export_notebook, prepare
+from course_utils.site.offline import STATIC, SiteError, check_offline, remote_resources
+from course_utils.site.pages import MATHJAX_CONFIG, NotebookEntry, describe, index_page, solutions_page
 
 __all__ = ["MATHJAX_CONFIG", "MATHJAX_PARTS", "NOTEBOOKS", "REPO", "STATIC", "VENDORED", "WIDGET_MIME", "WIDGET_NOTE",
            "NotebookEntry", "SiteError", "SiteReport", "add_site_parser", "build_site", "check_offline", "cmd_site",
            "copy_static", "default_jobs", "describe", "export_notebook", "index_page", "main", "mathjax_source",
            "prepare", "remote_resources", "solutions_page"]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
-VENDORED = Path(__file__).resolve().parent / "site_static"
+VENDORED = Path(__file__).resolve().parent / "static"
 # What MathJax 2 loads with the configuration MATHJAX_CONFIG and the STIX-Web fonts; the SVG output and the
 # translations of its menu (7 MB together) are not needed.
 MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config", "extensions", "jax/element", "jax/input", "jax/output/HTML-CSS",
@@ -197,7 +200,3 @@ def main(argv: list[str] | None = None) -> int:
     add_site_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["site", *(sys.argv[1:] if argv is None else argv)])
     return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,8 @@
 `remote_resources(page)` lists what a browser would load by itself from elsewhere (script/link/img/iframe
 sources, CSS url()/@import, JavaScript imports, fetch); `check_offline(folder)` raises SiteError naming each page
 of a built site that has any. course_utils.site.build_site runs it on every build; links the reader may click
-(<a href>) are not fetched and pass.
+(<a href>) are not fetched and pass. Not about writing pages (course_utils.site.export, course_utils.site.pages);
+only about reading them.
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+
+__all__ = ["STATIC", "SiteError", "check_offline", "css_urls", "is_remote", "remote_resources", "script_urls"]
 
 STATIC = "_static"  # the site's folder of copied third-party files (MathJax, reveal.js): not scanned
 

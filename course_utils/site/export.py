@@ -1,9 +1,10 @@
 """Exporting one notebook as the site's page and reveal.js slides (nbconvert, with the course's own templates).
 
-`prepare` readies a copy of a notebook (slide types from course_utils.slides, widget outputs replaced by a note:
+`prepare` readies a copy of a notebook (slide types from course_utils.site.slides, widget outputs replaced by a note:
 a static page has no kernel); `export_notebook` writes its `NN_name.html` and `NN_name.slides.html` with
 nbconvert's HTMLExporter (JupyterLab look) and SlidesExporter, both pointed at the local MathJax and reveal.js
-copied into `_static/`. course_utils.site.build_site runs it for every notebook, two processes at a time.
+copied into `_static/`. course_utils.site.build_site runs it for every notebook, two processes at a time. Not
+about the index or solutions pages (course_utils.site.pages) nor the offline check (course_utils.site.offline).
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -13,8 +14,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from course_utils.site_offline import STATIC
-from course_utils.site_pages import NotebookEntry, describe, mathjax_head
+from course_utils.site.offline import STATIC
+from course_utils.site.pages import NotebookEntry, describe, mathjax_head
+
+__all__ = ["LAB_TEMPLATE", "NAV_CSS", "REVEAL_TEMPLATE", "WIDGET_MIME", "WIDGET_NOTE", "export_notebook", "prepare"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here: it needs a running kernel. Open '
@@ -22,11 +25,11 @@ WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here
 
 
 def prepare(notebook: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the notebook ready to export: slide types set (course_utils.slides), widget state dropped and
+    """A copy of the notebook ready to export: slide types set (course_utils.site.slides), widget state dropped and
     each widget output replaced by a note (a static page has no kernel; 06's static fallback is a stored PNG).
 
     Used by the package, not a notebook."""
-    from course_utils.slides import add_slide_metadata
+    from course_utils.site.slides import add_slide_metadata
 
     notebook = add_slide_metadata(copy.deepcopy(notebook))
     notebook.get("metadata", {}).pop("widgets", None)

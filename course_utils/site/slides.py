@@ -1,7 +1,7 @@
 """Slideshow metadata for the notebooks: every notebook presentable as slides (RISE live, reveal.js exported).
 
-    python -m course_utils.slides notebooks/*.ipynb            # write the metadata into the notebooks
-    python -m course_utils.slides --check notebooks/*.ipynb    # exit 1 if a notebook's metadata is missing or stale
+    python -m course_utils.site.slides notebooks/*.ipynb          # write the metadata into the notebooks
+    python -m course_utils.site.slides --check notebooks/*.ipynb  # exit 1 if a notebook's metadata is missing or stale
 
 `add_slide_metadata(notebook)` sets `cell.metadata.slideshow.slide_type` on every cell from the cell's kind, its
 first line and its neighbour, and touches nothing else (sources, outputs, execution counts, other metadata and the
@@ -28,7 +28,8 @@ notebook, then the toolbar's "Render as slideshow" button, Alt+R, or the command
 (cells stay runnable); `python -m course_utils site` exports every notebook as reveal.js slides that need no
 kernel (`NN_name.slides.html`). Notes are shown in reveal.js's speaker view (key `s`), not to the audience. A cell
 can opt out of the rules with `"slideshow": {"slide_type": ..., "manual": true}` in its metadata: that type is
-kept as it is.
+kept as it is. Not about exporting the slides: course_utils.site.export reads these types when it builds
+them.
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -41,6 +42,9 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+
+__all__ = ["NOTES_LINES", "SLIDE_TYPES", "add_slide_metadata", "apply_to_file", "heading_level", "main",
+           "notebook_text", "slide_type"]
 
 NOTES_LINES = 12  # markdown cells longer than this (and not a heading) become speaker notes
 SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
@@ -132,10 +136,10 @@ def apply_to_file(path: Path, check: bool = False) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m course_utils.slides NB ... [--check]`: write (or check) the slide metadata of notebooks.
+    """`python -m course_utils.site.slides NB ... [--check]`: write (or check) the slide metadata of notebooks.
 
     Used by the package, not a notebook."""
-    parser = argparse.ArgumentParser(prog="python -m course_utils.slides",
+    parser = argparse.ArgumentParser(prog="python -m course_utils.site.slides",
                                      description="Add (or check) the slideshow metadata of notebooks.")
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if any notebook would change")

@@ -3,7 +3,8 @@
 `describe(notebook, stem)` reads a notebook's title and summary for the index (`NotebookEntry`); `index_page` and
 `solutions_page` write the two pages' HTML, the latter with the answers to each notebook's questions
 (`questions_section`); `mathjax_head` is the local-MathJax <head> part that these pages and the exported notebooks
-(course_utils.site_export) share. course_utils.site.build_site writes them into the site.
+(course_utils.site.export) share. course_utils.site.build_site writes them into the site. Not about the notebooks'
+own pages and slides (course_utils.site.export) nor the offline check (course_utils.site.offline).
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -15,7 +16,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils.site_offline import STATIC
+from course_utils.site.offline import STATIC
+
+__all__ = ["MATHJAX_CONFIG", "PAGE_CSS", "SUMMARY_LINES", "NotebookEntry", "describe", "index_page", "inline_markdown",
+           "mathjax_head", "questions_section", "solutions_page"]
 
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration jupyter-server-mathjax ships
 SUMMARY_LINES = ("**Builds on", "**Prerequisites", "**Prerequisite", "**Time", "**Reading time", "**Run time")
