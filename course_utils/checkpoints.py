@@ -4,21 +4,25 @@
     trained = load_checkpoint("data/models/mine.pt")   # torch.load(weights_only=True): no code runs on load
     check_writable("out/mine.pt")                      # before training: can the checkpoint be written there?
     path, why = save_checkpoint_or_fallback("out/mine.pt", trained)   # never loses a trained model
+    cached = load_classifier_checkpoint(path, config, vocab)   # a classifier cache (08); None: another config/vocab
 
 A checkpoint that cannot be used (a directory, not a course checkpoint, corrupt or incomplete, NaN weights, a
 configuration this version cannot build, another configuration or vocabulary) raises CheckpointError with a
-one-line message that says what is wrong and how to fix it. Introduced in notebook 05.
+one-line message that says what is wrong and how to fix it; so does a classifier cache (classifier.py) that cannot
+be used. Both are read by read_weights_only. Introduced in notebook 05.
 """
 from __future__ import annotations
 
 import dataclasses
 import errno
 import os
+import pickle
 import re
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -27,6 +31,9 @@ from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
 from course_utils.translate import translate
 from course_utils.vocab import Vocab
+
+if TYPE_CHECKING:
+    from course_utils.classifier import ClassifierConfig, TrainedClassifier
 
 CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
 REQUIRED_KEYS = ("name", "model_config", "train_config", "src_vocab", "tgt_vocab", "history", "state_dict")
@@ -172,6 +179,30 @@ def _first_sentence(error: BaseException, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def pickled_code(error: BaseException) -> str:
+    """The code a pickle would have run, as torch.load(weights_only=True) names it when it refuses the file (e.g.
+    "os.system"), else "". Used by the package, not a notebook."""
+    if not isinstance(error, pickle.UnpicklingError):
+        return ""
+    return (str(error).partition("GLOBAL ")[2].split() or [""])[0].rstrip(":,.")
+
+
+def read_weights_only(path: str | os.PathLike, what: str, redo: str) -> object:
+    """torch.load(path, map_location="cpu", weights_only=True): tensors and plain data only, no code runs.
+
+    Raises CheckpointError in one line, "<path> is not a readable <what> (why); <redo>", for a truncated or foreign
+    file, or one holding pickled code (named). load_checkpoint and load_classifier_checkpoint read through it.
+    Used by the package, not a notebook.
+    """
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # truncated file, pickle with code in it, not a torch file at all
+        code = pickled_code(error)
+        why = (f"it holds pickled code, which torch.load(weights_only=True) refused: it calls {code}" if code else
+               f"{type(error).__name__}: {_first_sentence(error)}")
+        raise CheckpointError(f"{path} is not a readable {what} ({why}); {redo}") from error
+
+
 def _differences(expected: dict, found: dict) -> list[str]:
     return [f"{key}: checkpoint has {found.get(key)!r}, expected {expected.get(key)!r}"
             for key in sorted(set(expected) | set(found)) if expected.get(key) != found.get(key)]
@@ -213,11 +244,7 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
                               f"{path}` or load_or_train(name)")
     target = resolve_device(device)  # an unusable device fails here, before the file is read
     redo = f"delete {path} (or pass another path) and train again"
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # truncated file, pickle with code in it, not a torch file at all
-        raise CheckpointError(f"{path} is not a readable course checkpoint ({type(error).__name__}: "
-                              f"{_first_sentence(error)}); {redo}") from error
+    payload = read_weights_only(path, "course checkpoint", redo)
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is not a course_utils checkpoint (format {CHECKPOINT_FORMAT!r} expected); "
                               "train one with `python -m course_utils train`")
@@ -269,3 +296,53 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
     model.to(target).eval()
     return TrainedModel(str(payload["name"]), model, *saved_vocabs, model_config, train_config, history,
                         bool(payload.get("fast", False)))
+
+
+def classifier_from_payload(payload: object, config: ClassifierConfig, vocab: Vocab, fast: bool = False,
+                            strict: bool = False) -> TrainedClassifier | None:
+    """The classifier a cache file's payload (read with weights_only=True) holds, in eval mode, once it passes every
+    check a classifier cache must: the format, its fields, `config` and `vocab`, weights that are finite and fit.
+    A valid file of another config or vocabulary gives None (train again), or with strict=True a CheckpointError;
+    a CheckpointError's message completes "<the file> ...": the caller names the file and the fix. The one place
+    of these rules (load_classifier_checkpoint, model_archive). Used by the package, not a notebook."""
+    from course_utils.classifier import CLASSIFIER_FORMAT, TrainedClassifier, build_classifier  # it imports this module
+
+    if not isinstance(payload, dict) or payload.get("format") != CLASSIFIER_FORMAT:
+        raise CheckpointError(f"is not a course classifier (format {CLASSIFIER_FORMAT!r} expected)")
+    try:
+        other_config = _differences(dataclasses.asdict(config), payload["config"])
+        saved_vocab, history, state = Vocab.from_dict(payload["vocab"]), list(payload["history"]), payload["state_dict"]
+        broken = [key for key, value in state.items() if value.is_floating_point() and not torch.isfinite(value).all()]
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as error:
+        raise CheckpointError(f"holds a damaged classifier ({type(error).__name__}: {_first_sentence(error, 80)})"
+                              ) from None
+    other = (f"was made with another config ({other_config[0]})" if other_config else f"was trained with another "
+             f"{_vocab_difference('French', vocab, saved_vocab)}" if saved_vocab != vocab else None)
+    if other:  # None: a valid file, made for another run (load_or_train_classifier trains again)
+        if strict:
+            raise CheckpointError(other)
+        return None
+    if broken:
+        raise CheckpointError(f"has NaN or infinite weights in {len(broken)} tensor(s) (first: {broken[0]})")
+    model = build_classifier(config, len(vocab))
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        raise CheckpointError(f"holds weights that do not fit its config ({_first_sentence(error, 80)})") from None
+    return TrainedClassifier(model.eval(), vocab, config, history, fast)
+
+
+def load_classifier_checkpoint(path: str | Path, config: ClassifierConfig, vocab: Vocab, fast: bool = False
+                               ) -> TrainedClassifier | None:
+    """The classifier cached at `path`, read with torch.load(weights_only=True) (no code runs) and checked by
+    classifier_from_payload; None when it is a valid file of another config or vocabulary (train it again).
+    Raises CheckpointError in one line naming the file, the problem and the fix: unreadable or truncated, pickled
+    code, not a course classifier, damaged, NaN weights, weights that do not fit. Used by the package, not a
+    notebook."""
+    path = Path(path)
+    redo = "retrain it (load_or_train_classifier(config, retrain=True)), or delete it"
+    payload = read_weights_only(path, "course classifier", redo)
+    try:
+        return classifier_from_payload(payload, config, vocab, fast)
+    except CheckpointError as error:
+        raise CheckpointError(f"{path} {error}; {redo}") from None

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.attention import DotAttention, masked_softmax
-from course_utils.checkpoints import atomic_save
+from course_utils.checkpoints import atomic_save, load_classifier_checkpoint
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import Pair, load_course_data
 from course_utils.metrics import RationaleScores, rationale_scores
@@ -346,7 +346,9 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
     """`config`'s classifier, trained once on the course's train split and cached (atomically) at
     classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
     on FAST_CLASSIFIER's few pairs and caches separately; COURSE_SEED, when set, replaces config.seed. On a cache
-    miss, the archive COURSE_MODELS_ARCHIVE names (model_archive) is imported first. Introduced in notebook 08."""
+    miss, the archive COURSE_MODELS_ARCHIVE names (model_archive) is imported first. A cached file that cannot be
+    used (unreadable, pickled code, damaged: load_classifier_checkpoint) raises CheckpointError; retrain=True
+    replaces it. Introduced in notebook 08."""
     fast, say = fast_mode(), print if verbose else (lambda *_: None)
     data = load_course_data(verbose=False) if data is None else data
     path = classifier_path(config, fast)
@@ -356,13 +358,10 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
 
         import_from_env(fast, data, log=say)
     if path.exists() and not retrain:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-        if (payload.get("format") == CLASSIFIER_FORMAT and payload["config"] == dataclasses.asdict(train_config)
-                and Vocab.from_dict(payload["vocab"]) == data.src_vocab):
-            model = build_classifier(train_config, len(data.src_vocab))
-            model.load_state_dict(payload["state_dict"])
+        trained = load_classifier_checkpoint(path, train_config, data.src_vocab, fast)
+        if trained is not None:
             say(f"Loaded {config.name} from {display_path(path)}")
-            return TrainedClassifier(model.eval(), data.src_vocab, train_config, payload["history"], fast)
+            return trained
         say(f"{display_path(path)} was made with another config or vocabulary: training again")
     say(f"Training {config.name}{' in fast mode' if fast else ''}; it will be cached at {display_path(path)}")
     model = build_classifier(train_config, len(data.src_vocab))

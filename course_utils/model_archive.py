@@ -31,12 +31,11 @@ from typing import BinaryIO, NamedTuple
 
 import torch
 
-from course_utils import __version__, classifier, pretrain, recipes
+from course_utils import __version__, checkpoints, classifier, pretrain, recipes
 from course_utils import data as data_module
 from course_utils.checkpoints import CheckpointError, _file_mode, _first_sentence, load_checkpoint
 from course_utils.corpus import check_corpus, data_dir, display_path
 from course_utils.runtime import course_seed
-from course_utils.vocab import Vocab
 
 __all__ = ["ARCHIVE_ENV", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "ArchiveError", "ArchivedModel", "Manifest",
            "corpus_fingerprint", "export_models", "import_from_env", "import_models", "read_manifest"]
@@ -173,20 +172,13 @@ def _check_translator(entry: ArchivedModel, raw: bytes, course: data_module.Cour
 
 
 def _check_classifier(entry: ArchivedModel, payload: object, course: data_module.CourseData) -> None:
-    """load_or_train_classifier's checks (format, config, vocabulary), then weights that are finite and fit."""
-    if not isinstance(payload, dict) or payload.get("format") != classifier.CLASSIFIER_FORMAT:
-        raise _Unfit(f"is not a course classifier (format {classifier.CLASSIFIER_FORMAT!r} expected)")
-    if {"classifier": _plain(payload.get("config"))} != entry.recipe:
-        raise _Unfit("was made with another config than the manifest's recipe")
+    """The cache's own checks (checkpoints.classifier_from_payload), strict: the manifest's config and this course's
+    French vocabulary exactly, weights that are finite and fit."""
     try:
-        vocab, state = Vocab.from_dict(payload["vocab"]), payload["state_dict"]
-        if vocab != course.src_vocab:
-            raise _Unfit("was trained with another French vocabulary")
-        if not all(torch.isfinite(value).all() for value in state.values() if value.is_floating_point()):
-            raise _Unfit("has NaN or infinite weights")
-        classifier.build_classifier(classifier.ClassifierConfig(**payload["config"]), len(vocab)).load_state_dict(state)
-    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as error:
-        raise _Unfit(f"holds a damaged classifier ({type(error).__name__}: {_first_sentence(error, 80)})") from None
+        checkpoints.classifier_from_payload(payload, classifier.ClassifierConfig(**entry.recipe["classifier"]),
+                                            course.src_vocab, strict=True)
+    except CheckpointError as error:  # its message completes "<member> ..."
+        raise _Unfit(str(error)) from None
 
 
 def _member_problem(entry: ArchivedModel, raw: bytes, course: data_module.CourseData, folder: Path) -> str | None:
@@ -194,7 +186,7 @@ def _member_problem(entry: ArchivedModel, raw: bytes, course: data_module.Course
     try:
         payload = torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:  # names the code, e.g. "... unsupported GLOBAL os.system ..."
-        code = (str(error).partition("GLOBAL ")[2].split() or [""])[0].rstrip(":,.")
+        code = checkpoints.pickled_code(error)
         return (f"holds pickled code, not only tensors and plain data (it calls {code}; torch.load(weights_only=True) "
                 f"refused it)" if code else "is not a readable torch file (nor pickled plain data)")
     except Exception as error:  # not a torch file at all

@@ -1,5 +1,6 @@
 """Checkpoints: atomic save, safe load (weights_only), clear errors for mismatched or foreign files."""
 import dataclasses
+import os
 
 import pytest
 import torch
@@ -125,6 +126,27 @@ def test_a_corrupt_checkpoint_gives_a_short_message_not_torchs_paragraph(tiny_co
         with pytest.raises(CheckpointError, match="not a readable course checkpoint") as error:
             load_checkpoint(path)
         assert first_line_only(str(error.value)) and "\x1b" not in str(error.value), str(error.value)
+
+
+class RunsCode:
+    """Pickled, it would call os.makedirs(marker) when loaded with torch.load(weights_only=False)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.makedirs, (self.marker,)
+
+
+def test_a_checkpoint_holding_pickled_code_names_the_code_and_never_runs_it(tiny_course_data, tmp_path):
+    path = save_checkpoint(tmp_path / "tiny.pt", make_trained(tiny_course_data))
+    marker = tmp_path / "the-code-ran"
+    torch.save({**torch.load(path, weights_only=True), "extra": RunsCode(marker)}, path)
+    with pytest.raises(CheckpointError, match="not a readable course checkpoint") as error:
+        load_checkpoint(path)
+    message = str(error.value)
+    assert first_line_only(message) and "pickled code" in message and "os.makedirs" in message, message
+    assert not marker.exists()
 
 
 def test_a_directory_is_named_as_a_directory(tmp_path):

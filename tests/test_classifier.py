@@ -2,11 +2,15 @@
 the baselines, training, caching and the inline highlighting."""
 from __future__ import annotations
 
+import io
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from course_utils import classifier
+from course_utils.checkpoints import CheckpointError
 from course_utils.classifier import (
     SUBJECTS,
     AttentionClassifier,
@@ -209,6 +213,86 @@ def test_load_or_train_caches_atomically_and_reloads(tiny_course_data, tmp_path,
     other = ClassifierConfig(kind="gated", selection="hard", sparsity_weight=0.1)  # same name, other sizes
     load_or_train_classifier(other, tiny_course_data)
     assert "training again" in capsys.readouterr().out
+
+
+class RunsCode:
+    """Pickled, it would call os.makedirs(marker) when loaded with torch.load(weights_only=False)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.makedirs, (self.marker,)
+
+
+@pytest.fixture
+def cached_bow(tiny_course_data, tmp_path, monkeypatch):
+    """A fast-mode bag-of-words classifier cached in a private data folder; training again fails the test."""
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_FAST", "1")
+    config = ClassifierConfig(kind="bow")
+    load_or_train_classifier(config, tiny_course_data, verbose=False)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("a cached classifier that cannot be used was silently trained over")
+    monkeypatch.setattr(classifier, "train_classifier", fail)
+    return config, classifier.classifier_path(config, fast=True)
+
+
+def refused(config, path, data, *words) -> str:
+    """load_or_train_classifier raises a one-line CheckpointError naming the file, the fix and every word; the
+    cached file is left byte for byte as it was."""
+    before = path.read_bytes()
+    with pytest.raises(CheckpointError) as caught:
+        load_or_train_classifier(config, data, verbose=False)
+    message = str(caught.value)
+    assert "\n" not in message and path.name in message and "retrain=True" in message and "delete" in message, message
+    assert all(word in message for word in words), message
+    assert path.read_bytes() == before
+    return message
+
+
+def test_a_cached_classifier_holding_pickled_code_is_refused_without_running_it(cached_bow, tiny_course_data,
+                                                                                tmp_path):
+    config, path = cached_bow
+    marker = tmp_path / "the-code-ran"
+    payload = torch.load(path, weights_only=True)
+    torch.save({**payload, "extra": RunsCode(marker)}, path)  # a valid classifier, plus code to run on load
+    refused(config, path, tiny_course_data, "pickled code", "os.makedirs")
+    assert not marker.exists()  # the code never ran (it does with torch.load(weights_only=False))
+
+
+def _saved(payload) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda raw, p: b"\x80\x02 not a torch file", ["not a readable course classifier"]),
+    (lambda raw, p: raw[: len(raw) // 2], ["not a readable course classifier"]),  # truncated
+    (lambda raw, p: _saved({k: v for k, v in p.items() if k != "state_dict"}), ["damaged", "state_dict"]),
+    (lambda raw, p: _saved({**p, "vocab": "words"}), ["damaged"]),
+    (lambda raw, p: _saved({**p, "format": "other"}), ["not a course classifier"]),
+    (lambda raw, p: _saved({**p, "state_dict": {k: v * float("nan") for k, v in p["state_dict"].items()}}),
+     ["NaN"]),
+    (lambda raw, p: _saved({**p, "state_dict": {k: v[:1] for k, v in p["state_dict"].items()}}), ["do not fit"]),
+], ids=["random bytes", "truncated", "no state_dict", "damaged vocabulary", "other format", "NaN weights",
+        "weights that do not fit"])
+def test_a_damaged_classifier_cache_is_refused_in_one_line(cached_bow, tiny_course_data, edit, words):
+    config, path = cached_bow
+    path.write_bytes(edit(path.read_bytes(), torch.load(path, weights_only=True)))
+    refused(config, path, tiny_course_data, *words)
+
+
+def test_a_valid_cache_of_another_vocabulary_is_trained_again(cached_bow, tiny_course_data, monkeypatch, capsys):
+    config, path = cached_bow
+    payload = torch.load(path, weights_only=True)
+    path.write_bytes(_saved({**payload, "vocab": {**payload["vocab"], "min_freq": 2}}))
+    monkeypatch.setattr(classifier, "train_classifier", lambda *args, **kwargs: [])
+    load_or_train_classifier(config, tiny_course_data)
+    assert "training again" in capsys.readouterr().out
+    assert Vocab.from_dict(torch.load(path, weights_only=True)["vocab"]) == tiny_course_data.src_vocab
 
 
 def test_unknown_kind_is_refused():

@@ -310,12 +310,14 @@ def test_a_member_holding_pickled_code_is_refused_without_running_it(course):
     ("lecture-none-fast.pt", lambda p: saved({**p, "train_config": {**p["train_config"], "epochs": 3}}),
      "differs from what the manifest says"),
     ("classifier-bow-fast.pt", lambda p: saved({**p, "config": {**p["config"], "seed": 5}}),
-     "another config than the manifest's recipe"),
+     "was made with another config (seed: checkpoint has 5, expected 0)"),
     ("classifier-bow-fast.pt", lambda p: saved({**p, "vocab": {**p["vocab"], "min_freq": 2}}),
      "another French vocabulary"),
     ("classifier-bow-fast.pt", lambda p: saved({**p, "state_dict": {k: v * float("nan") for k, v in
                                                                       p["state_dict"].items()}}), "NaN"),
     ("classifier-bow-fast.pt", lambda p: saved({**p, "format": "other"}), "is not a course classifier"),
+    ("classifier-bow-fast.pt", lambda p: saved({k: v for k, v in p.items() if k != "history"}),
+     "holds a damaged classifier (KeyError: 'history')"),  # the cache's rule: load_or_train_classifier refuses it too
 ])
 def test_a_member_that_does_not_load_as_the_package_loads_its_cache_is_refused(course, file, edit, words):
     raw = edit(lecturer_payload(course, file))
