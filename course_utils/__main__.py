@@ -281,6 +281,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Train every attention type with one budget, seed and data; print one table and save the loss curves."""
     from pathlib import Path
 
+    from course_utils.attention import check_key_size
     from course_utils.corpus import data_dir
     from course_utils.evaluate import evaluate
     from course_utils.recipes import FAST_EVAL_PAIRS, RECIPES, train_recipe
@@ -305,10 +306,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     attentions = args.attention or [recipe.model.attention for name, recipe in RECIPES.items()
                                     if name.startswith("lecture-")]
     for attention in attentions:
-        recipe = base.with_model(name=f"{base.name.split('-')[0]}-{attention}", attention=attention)
-        if base.model.bidirectional and attention in ("dot", "scaled_dot"):
-            print("note: dot attention needs keys of the decoder's size; training it with a unidirectional encoder")
-            recipe = recipe.with_model(bidirectional=False)
+        model_fields = {"attention": attention}
+        try:  # a bidirectional recipe gives 2H keys, which dot scores cannot read: train that row one-way, and say so
+            check_key_size(attention, base.model.hidden_size, base.model.key_size)
+        except ValueError as problem:
+            print(f"note: {problem}; compare trains the {attention!r} row with bidirectional=False, unlike the others")
+            model_fields["bidirectional"] = False
+        recipe = base.with_model(name=f"{base.name.split('-')[0]}-{attention}", **model_fields)
         print(f"\n== {recipe.name}")
         explicit = {"epochs": args.epochs} if args.epochs else {}  # wins over fast mode's single epoch
         trained = train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device,

@@ -105,18 +105,31 @@ class BahdanauAttention(Attention):
         return self.energy_layer(energies).squeeze(-1)  # (B, T, S)
 
 
-def _check_same_size(name: str, query: Tensor, keys: Tensor) -> None:
-    if query.shape[-1] != keys.shape[-1]:
-        raise ValueError(f"{name} attention needs query size == key size, got {query.shape[-1]} and "
-                         f"{keys.shape[-1]}: use 'general' (q^T W k), or make the decoder's hidden size match the "
-                         "keys (a bidirectional encoder doubles them)")
+def needs_equal_sizes(score: str) -> bool:
+    """True for the scorers with no matrix between query and key ("dot", "scaled_dot"): q^T k needs Hq == K.
+
+    Used by the package, not a notebook.
+    """
+    return score in ("dot", "scaled_dot")
+
+
+def check_key_size(score: str, query_size: int, key_size: int) -> None:
+    """The rule "dot needs keys of the decoder's size", stated once: raise a one-line ValueError naming the problem
+    and the fix when scorer `score` cannot compare queries of `query_size` (Hq, the decoder's hidden size H) with
+    keys of `key_size` (K: H, or 2H from a bidirectional encoder). ModelConfig, make_attention, the dot modules and
+    `python -m course_utils compare` all ask this function. Used by the package, not a notebook.
+    """
+    if needs_equal_sizes(score) and query_size != key_size:
+        raise ValueError(f"{score!r} attention needs keys of the decoder's size (query size == key size), got query "
+                         f"size {query_size} and key size {key_size}: use 'general' (q^T W k), or keys of the "
+                         "decoder's hidden size (bidirectional=False: a bidirectional encoder doubles them)")
 
 
 class DotAttention(Attention):
     """Luong dot attention: score(q, k) = q^T k. No parameters; needs Hq == K. Introduced in notebook 04."""
 
     def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
-        _check_same_size("dot", query, keys)
+        check_key_size("dot", query.shape[-1], keys.shape[-1])
         return torch.bmm(query, keys.transpose(1, 2))  # (B, T, S)
 
 
@@ -128,7 +141,7 @@ class ScaledDotAttention(Attention):
     """
 
     def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
-        _check_same_size("scaled_dot", query, keys)
+        check_key_size("scaled_dot", query.shape[-1], keys.shape[-1])
         return torch.bmm(query, keys.transpose(1, 2)) / math.sqrt(keys.shape[-1])  # (B, T, S)
 
 
@@ -191,9 +204,7 @@ def make_attention(kind: str, query_size: int, key_size: int, attention_size: in
     additive scorers (defaults to query_size). Introduced in notebook 04.
     """
     attention_size = attention_size or query_size
-    if kind in ("dot", "scaled_dot") and query_size != key_size:
-        raise ValueError(f"{kind!r} attention needs query_size == key_size, got {query_size} and {key_size}: use "
-                         "'general', or a unidirectional encoder whose hidden size equals the decoder's")
+    check_key_size(kind, query_size, key_size)
     if kind == "bahdanau":
         return BahdanauAttention(query_size, key_size, attention_size)
     if kind == "dot":

@@ -27,6 +27,9 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from course_utils.corpus import CorpusError, display_path, find_corpus, read_corpus_lines
+
+# The special ids live in course_utils.vocab (the model core imports them from there); this re-export is kept for
+# the notebooks, which still import PAD_ID & co. from data.
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab  # noqa: F401 (the ids are data's too)
 
 # ---------------------------------------------------------------------------------------------- constants

@@ -52,15 +52,15 @@ def default_max_lengths(src_lengths: Tensor) -> Tensor:
 
 
 def _check_source_fits(model, source_length: int) -> None:
-    """The 2017 tutorial's location attention has a fixed number of attention slots; say so instead of crashing."""
-    config = getattr(model, "config", None)
-    if config is not None and getattr(config, "attention", None) == "location":
-        slots = getattr(config, "max_length", None)
-        if slots is not None and source_length > slots:
-            raise ValueError(
-                f"this model uses the 2017 tutorial's location attention with only {slots} source positions, but "
-                f"the sentence has {source_length} tokens (EOS included); shorten the sentence or use a model with "
-                "content-based attention (bahdanau, dot, general, concat), which handles any length")
+    """Ask the decoder whether it can read `source_length` positions (the decoder owns the limit: only the 2017
+    tutorial's location attention has one) and, if not, say what someone decoding a sentence can do about it."""
+    try:
+        model.decoder.check_source_length(source_length)
+    except ValueError as error:
+        raise ValueError(
+            f"this model uses the 2017 tutorial's location attention, which cannot read a sentence of {source_length} "
+            f"tokens (EOS included): {error}. Shorten the sentence, or use a model with content-based attention "
+            "(bahdanau, dot, general, concat), which handles any length") from None
 
 
 def forbid_special_tokens(log_probs: Tensor) -> Tensor:

@@ -21,7 +21,12 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_utils.attention import BahdanauAttention, make_attention
-from course_utils.data import MAX_LENGTH, PAD_ID
+from course_utils.vocab import PAD_ID
+
+# The 2017 tutorial's MAX_LENGTH, as the number of attention slots of its location decoder (AttnDecoderRNN). The
+# model core does not import the data pipeline, whose filter (data.MAX_LENGTH) keeps sources of fewer than 10
+# words, 10 tokens with EOS: so every kept sentence fits. tests/test_decoder.py pins the two equal.
+LOCATION_SLOTS = 10
 
 
 class Memory(NamedTuple):
@@ -74,6 +79,12 @@ class Decoder(nn.Module):
     hidden_size: int
     key_size: int
     output_size: int
+    max_source_length: int | None = None  # the longest source (S, EOS included) it can read; None: any length
+
+    def check_source_length(self, source_length: int) -> None:
+        """Raise a one-line ValueError when a source of `source_length` positions (EOS included) is longer than this
+        decoder can read (`max_source_length`). Decoding asks this before it starts. Content-based attention (and
+        no attention) reads any length, so this default checks nothing; AttnDecoderRNN has a limit."""
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
         """keys (B, S, K) encoder outputs, mask (B, S) bool -> Memory (nothing precomputed by default)."""
@@ -209,14 +220,15 @@ class AttnDecoderRNN(Decoder):
     state only, one per *slot* 0..max_length-1, never from the encoder outputs. They are then applied (bmm) to the
     encoder outputs zero-padded to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU, whose state
     gives the output. Consequences the tests pin down: changing the encoder outputs does not change the weights,
-    sentences longer than max_length (MAX_LENGTH) cannot be attended to at all, and nothing masks the padding.
+    sentences longer than max_length (MAX_LENGTH) cannot be attended to at all (`check_source_length` says so), and
+    nothing masks the padding.
 
     Its weights are therefore (B, max_length), not (B, S): a softmax over all max_length slots, with the mass on
     slots >= the sentence's length multiplying zeros. The embedding size is the hidden size, as in the tutorial.
     `key_size` (default hidden_size) lets it follow a bidirectional encoder. Introduced in notebook 03.
     """
 
-    def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = MAX_LENGTH,
+    def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = LOCATION_SLOTS,
                  key_size: int | None = None):
         super().__init__()
         self.hidden_size, self.output_size, self.max_length = hidden_size, output_size, max_length
@@ -228,15 +240,23 @@ class AttnDecoderRNN(Decoder):
         self.gru = nn.GRU(hidden_size, hidden_size, batch_first=True)
         self.out = nn.Linear(hidden_size, output_size)
 
+    @property
+    def max_source_length(self) -> int:
+        """One attention slot per source position: sources longer than max_length cannot be read at all."""
+        return self.max_length
+
+    def check_source_length(self, source_length: int) -> None:
+        if source_length > self.max_length:
+            raise ValueError(  # notebook 03 shows this message (a checked output): change both together
+                f"AttnDecoderRNN has one attention slot per position up to max_length={self.max_length} "
+                f"(MAX_LENGTH), but the source has S={source_length} positions: filter sentences to MAX_LENGTH, or "
+                "build it with a larger max_length (this hard limit is what the exhibit shows)")
+
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
         """Zero-pad keys (B, S, K) to (B, max_length, K), as the tutorial's encoder_outputs buffer does."""
         self._check_memory(keys, mask)
         source_length = keys.shape[1]
-        if source_length > self.max_length:
-            raise ValueError(
-                f"AttnDecoderRNN has one attention slot per position up to max_length={self.max_length} "
-                f"(MAX_LENGTH), but the source has S={source_length} positions: filter sentences to MAX_LENGTH, or "
-                "build it with a larger max_length (this hard limit is what the exhibit shows)")
+        self.check_source_length(source_length)
         padding = self.max_length - source_length
         keys = F.pad(keys, (0, 0, 0, padding))  # (B, max_length, K)
         mask = F.pad(mask, (0, padding), value=False)  # (B, max_length)

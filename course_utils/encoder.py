@@ -11,7 +11,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from course_utils.data import PAD_ID
+from course_utils.vocab import PAD_ID
 
 
 class EncoderOutput(NamedTuple):

@@ -11,9 +11,9 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from course_utils.attention import ATTENTION_SCORES
-from course_utils.data import MAX_LENGTH, lengths_to_mask
+from course_utils.attention import ATTENTION_SCORES, check_key_size
 from course_utils.decoder import (
+    LOCATION_SLOTS,
     AttnDecoderRNN,
     BahdanauDecoder,
     Decoder,
@@ -45,7 +45,7 @@ class ModelConfig:
     bidirectional: bool = False  # bidirectional encoder: keys become 2H, a tanh bridge maps 2H -> H
     dropout: float = 0.1  # dropout probability on embeddings and before the output layer
     input_feeding: bool = False  # Luong decoders only: feed the previous attentional state into the GRU
-    max_length: int = MAX_LENGTH  # location only: the number of attention slots (longest source it can read)
+    max_length: int = LOCATION_SLOTS  # location only: the number of attention slots (longest source it reads)
 
     def __post_init__(self):
         if self.attention not in ATTENTION_KINDS:
@@ -62,9 +62,12 @@ class ModelConfig:
         if self.input_feeding and self.attention not in LUONG_SCORES:
             raise ValueError(f"input_feeding is a Luong decoder option ({', '.join(LUONG_SCORES)}); "
                              f"attention={self.attention!r} has none: set input_feeding=False")
-        if self.bidirectional and self.attention in ("dot", "scaled_dot"):
-            raise ValueError(f"{self.attention!r} attention needs keys of the decoder's size H, but a bidirectional "
-                             "encoder gives 2H: use 'general' or bidirectional=False")
+        check_key_size(self.attention, self.hidden_size, self.key_size)  # dot needs keys of the decoder's size
+
+    @property
+    def key_size(self) -> int:
+        """K, the size of the encoder's keys: H, or 2H when bidirectional (EncoderRNN.key_size)."""
+        return 2 * self.hidden_size if self.bidirectional else self.hidden_size
 
     def check_vocabularies(self, src_vocab: Sized, tgt_vocab: Sized) -> None:
         """Raise ValueError unless this config's vocabulary sizes are those of `src_vocab` and `tgt_vocab`."""
@@ -131,7 +134,8 @@ class Seq2Seq(nn.Module):
         """src (B, S), src_lengths (B,) -> (Memory with keys (B, S, K) and mask (B, S), initial DecoderState)."""
         self._check_device("src", src)
         encoded = self.encoder(src, src_lengths)
-        mask = lengths_to_mask(src_lengths.to(src.device), src.shape[1])  # (B, S) True on real tokens
+        positions = torch.arange(src.shape[1], device=src.device)  # (S,)
+        mask = positions < src_lengths.to(src.device).unsqueeze(1)  # (B, S) True on real tokens (data.lengths_to_mask)
         return self.decoder.prepare_memory(encoded.outputs, mask), self.decoder.init_state(encoded.final)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor, teacher_forcing_ratio: float = 1.0,

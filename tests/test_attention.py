@@ -14,8 +14,10 @@ from course_utils.attention import (
     DotAttention,
     GeneralAttention,
     ScaledDotAttention,
+    check_key_size,
     make_attention,
     masked_softmax,
+    needs_equal_sizes,
 )
 
 B, T, S, HQ, K, A = 3, 4, 5, 6, 6, 7
@@ -237,6 +239,23 @@ def test_dot_scorers_name_the_size_mismatch(kind):
     attention = DotAttention() if kind == "dot" else ScaledDotAttention()
     with pytest.raises(ValueError, match="query size == key size"):
         attention(query, keys, mask)
+
+
+def test_the_dot_rule_is_one_function_that_names_the_problem_and_the_fix():
+    assert [kind for kind in ATTENTION_SCORES if needs_equal_sizes(kind)] == ["dot", "scaled_dot"]
+    for kind in ATTENTION_SCORES:
+        check_key_size(kind, 4, 4)  # equal sizes: every scorer
+    check_key_size("general", 4, 8)  # a scorer with a W maps between the sizes
+    with pytest.raises(ValueError) as raised:
+        check_key_size("dot", 4, 8)
+    message = str(raised.value)
+    assert "\n" not in message and "keys of the decoder's size" in message
+    assert "got query size 4 and key size 8" in message
+    assert "'general'" in message and "bidirectional=False" in message
+    query, keys, mask = make_inputs(query_size=4, key_size=8)
+    with pytest.raises(ValueError) as from_module:
+        DotAttention()(query, keys, mask)
+    assert str(from_module.value) == message  # the module checks with the same rule
 
 
 def test_bad_kind_and_bad_shapes_raise_clear_errors():

@@ -228,6 +228,33 @@ def test_compare_prints_one_row_per_attention_type_and_saves_curves(tiny_course_
     assert figure.stat().st_size > 1000
 
 
+def test_compare_says_in_one_line_why_dot_reads_a_one_way_encoder(tiny_course_data, tmp_path, monkeypatch, capsys):
+    from course_utils import recipes
+
+    monkeypatch.setattr(data, "load_course_data", lambda **kwargs: tiny_course_data)
+    trained_recipes = []
+    real_train_recipe = recipes.train_recipe
+
+    def recording(recipe, *args, **kwargs):
+        trained_recipes.append(recipe)
+        return real_train_recipe(recipe, *args, **kwargs)
+    monkeypatch.setattr(recipes, "train_recipe", recording)
+    status = cli.main(["compare", "--recipe", "full-bahdanau", "--attention", "bahdanau", "dot", "--hidden", "16",
+                       "--epochs", "1", "--fast", "--device", "cpu", "--no-progress",
+                       "--figure", str(tmp_path / "curves.png")])
+    printed = capsys.readouterr().out
+    assert status == 0
+    notes = [line for line in printed.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1, printed  # bahdanau reads 2H keys: no note for it
+    assert "'dot' attention needs keys of the decoder's size" in notes[0]  # the rule's own words...
+    assert "got query size 16 and key size 32" in notes[0]
+    assert "compare trains the 'dot' row with bidirectional=False" in notes[0]  # ...and what compare does about it
+    assert [(r.model.attention, r.model.bidirectional) for r in trained_recipes] == [("bahdanau", True),
+                                                                                     ("dot", False)]
+    table = printed[printed.index("attention  "):].splitlines()
+    assert [row.split()[0] for row in table[2:4]] == ["bahdanau", "dot"]
+
+
 # ---------------------------------------------------------------------------------------------- issue 11: train
 def no_training(*args, **kwargs):
     raise AssertionError("trained although the command should have refused first")

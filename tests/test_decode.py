@@ -188,3 +188,26 @@ def test_sampling_with_top_k_draws_only_among_the_k_best_and_never_pad_or_sos(ti
         decode.sample_decode(model, src, lengths, temperature=-1.0)
     with pytest.raises(ValueError, match="top_k"):
         decode.sample_decode(model, src, lengths, top_k=0)
+
+
+def test_decoding_asks_the_decoder_whether_the_source_fits(tiny_course_data, monkeypatch):
+    model = small_model(tiny_course_data, "bahdanau")
+    asked = []
+    monkeypatch.setattr(model.decoder, "check_source_length", asked.append)  # the decoder owns the rule
+    src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])
+    decode.greedy_decode(model, src, lengths, max_length=2)
+    decode.beam_search(model, src[0], beam_width=2, max_length=2)
+    decode.force_decode(model, src[0], torch.tensor([EOS_ID]))
+    assert asked == [src.shape[1]] * 3
+
+
+def test_location_model_refuses_a_long_source_before_decoding(tiny_course_data):
+    torch.manual_seed(0)
+    config = ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab), attention="location",
+                         hidden_size=8, max_length=3)
+    model = Seq2Seq(config).eval()
+    src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])  # 5 tokens with EOS, 3 slots
+    for run in (lambda: decode.greedy_decode(model, src, lengths), lambda: decode.beam_search(model, src[0]),
+                lambda: decode.force_decode(model, src[0], torch.tensor([EOS_ID]))):
+        with pytest.raises(ValueError, match="location attention.*max_length=3.*S=5"):
+            run()

@@ -217,6 +217,28 @@ def test_location_cannot_attend_past_max_length():
     assert decoder.prepare_memory(keys, mask).keys.shape == (B, MAXLEN, H)  # exactly max_length still fits
 
 
+@pytest.mark.parametrize("kind", list(DECODERS))
+def test_each_decoder_states_its_source_length_limit(kind):
+    decoder = build(kind)
+    if kind == "location":
+        assert decoder.max_source_length == MAXLEN
+        decoder.check_source_length(MAXLEN)  # exactly max_length fits
+        with pytest.raises(ValueError) as raised:
+            decoder.check_source_length(MAXLEN + 1)
+        message = str(raised.value)
+        assert "\n" not in message and "MAX_LENGTH" in message and "larger max_length" in message
+        assert f"max_length={MAXLEN}" in message and f"S={MAXLEN + 1}" in message
+    else:
+        assert decoder.max_source_length is None  # content-based (or no) attention reads any length
+        decoder.check_source_length(10_000)
+
+
+def test_location_default_slots_are_the_corpus_filter():
+    from course_utils.data import MAX_LENGTH
+
+    assert AttnDecoderRNN(H, V).max_source_length == MAX_LENGTH  # every sentence the course keeps fits
+
+
 # ---------------------------------------------------------------- Bahdanau: attend, then step
 
 def test_bahdanau_attends_with_the_previous_state_and_projects_keys_once():

@@ -1,6 +1,8 @@
 """Tests for course_utils.seq2seq: every attention kind end to end: shapes, padding invariance, masking,
 gradients, initialisation, determinism, config checks."""
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -161,3 +163,29 @@ def test_config_errors_name_the_fix():
     assert ModelConfig(**dataclasses.asdict(config)) == config  # round-trips as a plain dict for checkpoints
     with pytest.raises(ValueError, match=r"\(B, T\)"):
         build()(*make_batch()[:2], torch.zeros(2, 3, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- issue 21: one place for each rule
+def test_the_model_core_does_not_import_the_data_pipeline():
+    code = "import course_utils.seq2seq, sys; assert 'course_utils.data' not in sys.modules, 'imported data'"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_config_and_attention_state_the_dot_rule_in_the_same_words():
+    from course_utils.attention import check_key_size, make_attention
+
+    with pytest.raises(ValueError) as from_rule:
+        check_key_size("scaled_dot", 8, 16)
+    with pytest.raises(ValueError) as from_config:
+        ModelConfig(10, 10, attention="scaled_dot", hidden_size=8, bidirectional=True)
+    with pytest.raises(ValueError) as from_factory:
+        make_attention("scaled_dot", 8, 16)
+    assert str(from_config.value) == str(from_factory.value) == str(from_rule.value)
+    assert "\n" not in str(from_rule.value)
+    assert ModelConfig(10, 10, hidden_size=8, bidirectional=True).key_size == 16
+    assert ModelConfig(10, 10, hidden_size=8).key_size == 8
+
+
+def test_location_slots_default_to_the_corpus_filter():
+    assert ModelConfig(10, 10).max_length == MAX_LENGTH  # every sentence the course keeps fits the exhibit's slots
