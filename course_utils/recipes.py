@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +28,8 @@ from course_utils.train import TrainConfig, train
 from course_utils.vocab import Vocab
 
 __all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING", "RECIPES", "DEFAULT_RECIPE",
-           "get_recipe", "FAST_TRAIN_PAIRS", "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "model_path", "train_recipe",
+           "get_recipe", "FAST_TRAIN_PAIRS", "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "model_path", "SECONDS_PER_EPOCH",
+           "FAST_SECONDS_PER_MODEL", "minutes", "estimate_seconds", "training_notice", "train_recipe",
            "load_or_train"]
 
 
@@ -150,6 +151,42 @@ def model_path(name: str, fast: bool | None = None) -> Path:
     Introduced in notebook 04."""
     fast = fast_mode() if fast is None else fast
     return data_dir() / "models" / f"{name}{'-fast' if fast else ''}.pt"
+
+
+# How long a recipe trains, as a notebook says before load_or_train trains several models (and pretrain before
+# its first model has trained; afterwards pretrain uses the run's own measured times).
+# Full mode: the retuned lecture-bahdanau trained its 10 epochs in 155-172 s on the quiet 2-core course machine
+# (benchmarks/time_to_quality.py, dev evaluation excluded); with the evaluation about 20 s per epoch. Fast mode: one
+# short epoch (300 pairs, dev BLEU on 100);
+# `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
+SECONDS_PER_EPOCH = 20.0
+FAST_SECONDS_PER_MODEL = 30.0
+
+
+def minutes(seconds: float) -> str:
+    """'45 s' under a minute and a half, else '3 min'. Used by the package, not a notebook."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def estimate_seconds(name: str, fast: bool) -> float:
+    """The constant estimate for training recipe `name` (before anything was measured in a run).
+
+    Used by the package, not a notebook.
+    """
+    return FAST_SECONDS_PER_MODEL if fast else SECONDS_PER_EPOCH * get_recipe(name).train.epochs
+
+
+def training_notice(names: Sequence[str], fast: bool | None = None) -> str | None:
+    """What a notebook says before load_or_train trains several models: how many, about how long, and that
+    `pretrain` does it ahead; None when all are cached. Introduced in notebook 04 (and used in 06)."""
+    fast = fast_mode() if fast is None else fast
+    missing = [name for name in names if not model_path(name, fast).exists()]
+    if not missing:
+        return None
+    seconds = sum(estimate_seconds(name, fast) for name in missing)
+    return (f"This will train {len(missing)} model(s){' in fast mode' if fast else ''} ({', '.join(missing)}), "
+            f"about {minutes(seconds)} on a 2-core CPU. To have them ready before class, run "
+            f"`python -m course_utils pretrain{' --fast' if fast else ''}` once in a terminal.")
 
 
 def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress: bool = True,

@@ -106,16 +106,16 @@ def test_pretrain_command_line(small_recipes, capsys):
 
 def test_training_notice_counts_the_missing_models_and_names_pretrain(small_recipes):
     names = ["lecture-bahdanau", "lecture-scaled_dot"]
-    notice = pretrain_module.training_notice(names, fast=False)
+    notice = recipes.training_notice(names, fast=False)
     epochs = sum(recipes.get_recipe(name).train.epochs for name in names)
-    minutes = round(pretrain_module.SECONDS_PER_EPOCH * epochs / 60)
+    minutes = round(recipes.SECONDS_PER_EPOCH * epochs / 60)
     assert "train 2 model(s)" in notice and f"about {minutes} min" in notice
     assert "python -m course_utils pretrain`" in notice
     pretrain_module.pretrain(["lecture-scaled_dot"], fast=True, progress=False, log=None)
-    fast_notice = pretrain_module.training_notice(names, fast=True)
+    fast_notice = recipes.training_notice(names, fast=True)
     assert "train 1 model(s) in fast mode (lecture-bahdanau)" in fast_notice and "pretrain --fast" in fast_notice
     pretrain_module.pretrain(names, fast=True, progress=False, log=None)
-    assert pretrain_module.training_notice(names, fast=True) is None
+    assert recipes.training_notice(names, fast=True) is None
 
 
 def test_pretrain_trains_the_notebook_classifiers_after_the_translators_then_skips_them(small_recipes, monkeypatch):
