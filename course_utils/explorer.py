@@ -130,8 +130,10 @@ def _decode(trained, sentence: str, mode: str, beam_width: int, top_k: int) -> _
                     top_probs.numpy(), list(translation.unknown_words))
 
 
-def _state_at(decoded: _Decoded, step: int | None, **settings) -> ExplorerState:
-    """Pick step t (None = last) out of a decoded sentence."""
+def _state_at(decoded: _Decoded | str, step: int | None, **settings) -> ExplorerState:
+    """Pick step t (None = last) out of a decoded sentence; a message (str) instead of one gives a message state."""
+    if isinstance(decoded, str):
+        return ExplorerState(message=decoded, **settings)
     T = len(decoded.output_tokens)
     step = T - 1 if step is None else min(max(int(step), 0), T - 1)
     message = ""
@@ -172,10 +174,7 @@ def explorer_state(trained, sentence: str, mode: str = "greedy", step: int | Non
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     settings = dict(model_name=model_name, mode=mode, sentence=sentence)
-    decoded = _decode_or_message(trained, sentence, mode, beam_width, top_k)
-    if isinstance(decoded, str):
-        return ExplorerState(message=decoded, **settings)
-    return _state_at(decoded, step, **settings)
+    return _state_at(_decode_or_message(trained, sentence, mode, beam_width, top_k), step, **settings)
 
 
 # ------------------------------------------------------------------------------------------------ drawing
@@ -338,10 +337,7 @@ class AttentionExplorer:
     def state(self) -> ExplorerState:
         """What the explorer shows now, as plain data."""
         settings = dict(model_name=self.model.value, mode=self.mode.value, sentence=self.text.value)
-        decoded = self._decoded()
-        if isinstance(decoded, str):
-            return ExplorerState(message=decoded, **settings)
-        return _state_at(decoded, self.step.value - 1, **settings)  # the slider counts from 1, rows from 0
+        return _state_at(self._decoded(), self.step.value - 1, **settings)  # the slider counts from 1, rows from 0
 
     # -- callbacks -------------------------------------------------------------------------------------------
     def _on_settings_change(self, change) -> None:
