@@ -15,6 +15,10 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+__all__ = ["ATTENTION_SCORES", "masked_softmax", "AttentionOutput", "Attention", "BahdanauAttention",
+           "needs_equal_sizes", "check_key_size", "DotAttention", "ScaledDotAttention", "GeneralAttention",
+           "ScaledGeneralAttention", "ConcatAttention", "make_attention"]
+
 ATTENTION_SCORES = ("bahdanau", "dot", "general", "concat", "scaled_dot", "scaled_general")
 
 

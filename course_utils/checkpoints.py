@@ -32,6 +32,10 @@ from course_utils.train import History, TrainConfig
 from course_utils.translate import translate
 from course_utils.vocab import Vocab
 
+__all__ = ["CHECKPOINT_FORMAT", "REQUIRED_KEYS", "CheckpointError", "TrainedModel", "save_checkpoint", "atomic_save",
+           "check_writable", "fallback_locations", "save_checkpoint_or_fallback", "pickled_code",
+           "read_weights_only", "load_checkpoint", "classifier_from_payload", "load_classifier_checkpoint"]
+
 if TYPE_CHECKING:
     from course_utils.classifier import ClassifierConfig, TrainedClassifier
 

@@ -32,6 +32,11 @@ from course_utils.corpus import CorpusError, display_path, find_corpus, read_cor
 # the notebooks, which still import PAD_ID & co. from data.
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab  # noqa: F401 (the ids are data's too)
 
+__all__ = ["MAX_LENGTH", "ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair",
+           "read_pairs", "keep_pair", "filter_pairs", "Splits", "split_pairs", "tensor_from_sentence", "Batch",
+           "TranslationDataset", "lengths_to_mask", "collate_batch", "BucketBatchSampler", "BUCKET_KEYS",
+           "make_loader", "CourseData", "course_data_from_pairs", "load_course_data", "describe_course_data"]
+
 # ---------------------------------------------------------------------------------------------- constants
 MAX_LENGTH = 10  # keep pairs with FEWER than this many words on each side (the tutorial's filter)
 ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are", "you re ",

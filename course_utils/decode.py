@@ -31,6 +31,9 @@ from torch import Tensor
 from course_utils.runtime import eval_mode
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
+__all__ = ["LENGTH_RATIO", "LENGTH_MARGIN", "default_max_lengths", "forbid_special_tokens", "GreedyOutput",
+           "greedy_decode", "sample_decode", "Hypothesis", "beam_search", "ForcedDecode", "force_decode"]
+
 # Default output length cap: a translation may be at most `LENGTH_RATIO * source length + LENGTH_MARGIN` tokens
 # (EOS included). French->English sentences of the course are about as long as their sources, so this never cuts a
 # sensible translation, yet stops a model that loops ("i i i i ...") quickly. Any source length works.

@@ -23,6 +23,9 @@ from torch import Tensor, nn
 from course_utils.attention import BahdanauAttention, make_attention
 from course_utils.vocab import PAD_ID
 
+__all__ = ["LOCATION_SLOTS", "Memory", "DecoderState", "StepOutput", "DecoderOutput", "Decoder", "DecoderRNN",
+           "AttnDecoderRNN", "BahdanauDecoder", "LuongDecoder"]
+
 # The 2017 tutorial's MAX_LENGTH, as the number of attention slots of its location decoder (AttnDecoderRNN). The
 # model core does not import the data pipeline, whose filter (data.MAX_LENGTH) keeps sources of fewer than 10
 # words, 10 tokens with EOS: so every kept sentence fits. tests/test_decoder.py pins the two equal.
@@ -176,9 +179,9 @@ class Decoder(nn.Module):
         """One step of self.gru: rnn_input (B, I), hidden (B, H) -> new hidden (B, H).
 
         On a GPU through torch.gru_cell (the function nn.GRUCell calls) on self.gru's own weights: the same
-        arithmetic, where a call of nn.GRU sets up a cuDNN sequence for every decoder step (Bahdanau training ran
-        1.45x as many tokens/s on an H100 so). On the CPU through nn.GRU itself: the cell's backward sums the
-        gradients in another order, equal only up to rounding, and the stored models were trained this way.
+        arithmetic, where a call of nn.GRU sets up a cuDNN sequence for every decoder step (the README measures the
+        gain). On the CPU through nn.GRU itself: the cell's backward sums the gradients in another order, equal only
+        up to rounding, and the stored models were trained this way.
         """
         if hidden.is_cuda:
             gru = self.gru

@@ -13,6 +13,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.vocab import PAD_ID
 
+__all__ = ["EncoderOutput", "check_source", "EncoderRNN"]
+
 
 class EncoderOutput(NamedTuple):
     """What the encoder hands to the decoder. Introduced in notebook 02.

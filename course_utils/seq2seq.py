@@ -25,6 +25,9 @@ from course_utils.decoder import (
 from course_utils.encoder import EncoderRNN
 from course_utils.vocab import SOS_ID
 
+__all__ = ["LUONG_SCORES", "ATTENTION_KINDS", "ModelConfig", "Seq2SeqOutput", "build_decoder", "Seq2Seq",
+           "teacher_forced_input", "count_parameters"]
+
 LUONG_SCORES = tuple(kind for kind in ATTENTION_SCORES if kind != "bahdanau")  # the LuongDecoder's scores
 ATTENTION_KINDS = ("none", *ATTENTION_SCORES, "location")  # every decoder a ModelConfig can name: the one list
 
