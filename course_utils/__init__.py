@@ -11,9 +11,9 @@ The library is flat and in the notebooks' order, one idea per module:
     04-08   claims                                               what the notebooks say about trained models
     all     exercises/                                           one module of self-checks per notebook
 
-The course's tooling uses the library and is used by no notebook: __main__ (the command line), batch_translate,
-pretrain and model_archive (preparing a class), site/ (the offline site and the slides: build, export, pages,
-offline check, slides, static files), bootstrap (the README's two commands).
+The course's tooling uses the library and is used by no notebook: cli/ (the command line `python -m course_utils`,
+batch translation, pretrain and the class's model archive), site/ (the offline site and the slides: build, export,
+pages, offline check, slides, static files), bootstrap (the README's two commands).
 
 Shape letters, in every docstring and shape comment (tensors are batch-first):
 

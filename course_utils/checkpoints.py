@@ -308,7 +308,7 @@ def classifier_from_payload(payload: object, config: ClassifierConfig, vocab: Vo
     check a classifier cache must: the format, its fields, `config` and `vocab`, weights that are finite and fit.
     A valid file of another config or vocabulary gives None (train again), or with strict=True a CheckpointError;
     a CheckpointError's message completes "<the file> ...": the caller names the file and the fix. The one place
-    of these rules (load_classifier_checkpoint, model_archive). Used by the package, not a notebook."""
+    of these rules (load_classifier_checkpoint, cli.archive). Used by the package, not a notebook."""
     from course_utils.classifier import CLASSIFIER_FORMAT, TrainedClassifier, build_classifier  # it imports this module
 
     if not isinstance(payload, dict) or payload.get("format") != CLASSIFIER_FORMAT:

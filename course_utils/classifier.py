@@ -32,6 +32,13 @@ from course_utils.metrics import RationaleScores, rationale_scores
 from course_utils.runtime import course_seed, eval_mode, fast_mode
 from course_utils.vocab import PAD_ID, UNK_ID, Vocab
 
+__all__ = ["SUBJECTS", "FRENCH_SUBJECTS", "CLASSIFIER_FORMAT", "FAST_CLASSIFIER", "subject_label", "gold_rationale",
+           "SubjectBatch", "subject_batch", "subject_batches", "ClassifierOutput", "LectureAttentionClassifier",
+           "AttentionClassifier", "SoftAttentionClassifier", "BagOfWordsClassifier", "selected_words",
+           "ClassifierConfig", "NOTEBOOK_CLASSIFIERS", "build_classifier", "train_classifier", "ClassifierScores",
+           "evaluate_classifier", "TrainedClassifier", "classifier_path", "load_or_train_classifier",
+           "highlight_html"]
+
 SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label order
 FRENCH_SUBJECTS = {"i": ("je", "j"), "he": ("il",), "she": ("elle",), "you": ("tu", "vous", "t"),
                    "we": ("nous", "on"), "they": ("ils", "elles")}  # normalised: "j'ai" -> "j ai", "t'es" -> "t es"
@@ -346,7 +353,7 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
     """`config`'s classifier, trained once on the course's train split and cached (atomically) at
     classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
     on FAST_CLASSIFIER's few pairs and caches separately; COURSE_SEED, when set, replaces config.seed. On a cache
-    miss, the archive COURSE_MODELS_ARCHIVE names (model_archive) is imported first. A cached file that cannot be
+    miss, the archive COURSE_MODELS_ARCHIVE names (cli.archive) is imported first. A cached file that cannot be
     used (unreadable, pickled code, damaged: load_classifier_checkpoint) raises CheckpointError; retrain=True
     replaces it. Introduced in notebook 08."""
     fast, say = fast_mode(), print if verbose else (lambda *_: None)
@@ -354,7 +361,7 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
     path = classifier_path(config, fast)
     train_config = dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
     if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        from course_utils.model_archive import import_from_env
+        from course_utils.cli.archive import import_from_env
 
         import_from_env(fast, data, log=say)
     if path.exists() and not retrain:

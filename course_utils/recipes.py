@@ -225,7 +225,7 @@ def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, re
         TrainedModel (model in eval mode, on the CPU).
     Raises:
         CheckpointError: the cached model was trained on other data; the message says how to retrain.
-        model_archive.ArchiveError: COURSE_MODELS_ARCHIVE names an archive that does not fit (on a cache miss, it is
+        cli.archive.ArchiveError: COURSE_MODELS_ARCHIVE names an archive that does not fit (on a cache miss, it is
             imported before anything trains).
 
     Introduced in notebook 04.
@@ -237,7 +237,7 @@ def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, re
     if data is None:
         data = load_course_data(verbose=False)
     if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        from course_utils.model_archive import import_from_env
+        from course_utils.cli.archive import import_from_env
 
         import_from_env(fast, data, log=say)
     if path.exists() and not retrain:

@@ -17,8 +17,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from course_utils import __main__ as cli
-from course_utils import bootstrap
+from course_utils import bootstrap, cli
+from course_utils.cli.commands import cmd_data_check
 
 PYTHON = Path("/venv/bin/python")
 REPO = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def test_lab_checks_the_corpus_with_a_command_the_real_cli_accepts(recorder):
     (command,) = recorder.commands("course_utils")
     assert command[:3] == [str(PYTHON), "-m", "course_utils"]
     args = cli.build_parser().parse_args(command[3:])  # exits with status 2 if the CLI does not know the command
-    assert args.func is cli.cmd_data_check
+    assert args.func is cmd_data_check
     assert args.no_download is False  # lab may download the corpus when nothing is found
 
 

@@ -6,8 +6,7 @@ import sys
 import pytest
 import torch
 
-from course_utils import __main__ as cli
-from course_utils import data
+from course_utils import cli, data
 from course_utils.checkpoints import TrainedModel, load_checkpoint, save_checkpoint
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
@@ -122,7 +121,7 @@ def test_one_line_too_long_for_its_batch_costs_only_itself(tiny_course_data, tmp
 
 def test_translate_lines_falls_back_to_one_line_at_a_time(tiny_course_data, monkeypatch):
     """The pipeline's steps, in process: a batch that raises is retried per line; only the bad line is lost."""
-    from course_utils import batch_translate
+    from course_utils.cli import batch_translate
 
     model = Seq2Seq(ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab),
                                 embedding_size=8, hidden_size=16)).eval()

@@ -1,4 +1,4 @@
-"""model_archive: the lecturer's models exported into one archive, imported by a student, or refused in one line with
+"""cli.archive: the lecturer's models exported into one archive, imported by a student, or refused in one line with
 every cached file left byte for byte as it was.
 
 Tiny fast-mode models of the tiny corpus (COURSE_CORPUS), in a private COURSE_DATA_DIR per test: the lecturer's
@@ -17,10 +17,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from course_utils import __main__ as cli
-from course_utils import classifier, recipes
-from course_utils import pretrain as pretrain_module
-from course_utils.model_archive import (
+from course_utils import classifier, cli, recipes
+from course_utils.cli import pretrain as pretrain_module
+from course_utils.cli.archive import (
     ARCHIVE_ENV,
     ArchiveError,
     export_models,

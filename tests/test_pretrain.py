@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import __main__ as cli
-from course_utils import classifier, recipes
-from course_utils import pretrain as pretrain_module
+from course_utils import classifier, cli, recipes
+from course_utils.cli import pretrain as pretrain_module
 from course_utils.runtime import FAST_ENV
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))

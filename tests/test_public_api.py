@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "course_utils"
-LIBRARY = ["corpus", "vocab", "runtime", "shapes", "timing", "diagrams", "diagram_layouts", "loss", "train",
-           "evaluate", "recipes", "translate", "metrics", "viz", "viz_padding", "explorer", "classic", "cuda_graphs",
-           "claims"]
+LIBRARY = ["corpus", "vocab", "data", "runtime", "encoder", "shapes", "timing", "attention", "decoder", "seq2seq",
+           "diagrams", "diagram_layouts", "loss", "train", "cuda_graphs", "evaluate", "checkpoints", "recipes",
+           "decode", "translate", "metrics", "viz", "viz_padding", "explorer", "classifier", "classic", "claims"]
 
 
 def defined_public_names(module: str) -> set[str]:
@@ -32,3 +32,11 @@ def test_all_lists_exactly_the_public_names_a_module_defines(module):
     assert len(imported.__all__) == len(set(imported.__all__)), "a name is listed twice"
     assert all(hasattr(imported, name) for name in imported.__all__)
     assert set(imported.__all__) == defined_public_names(module)
+
+
+def test_the_package_top_level_is_the_library_and_the_tooling_lives_in_subpackages():
+    modules = {path.stem for path in PACKAGE.glob("*.py")}
+    assert modules == set(LIBRARY) | {"__init__", "__main__", "bootstrap"}, "a module outside the library's list"
+    assert len((PACKAGE / "__main__.py").read_text().splitlines()) < 12, "__main__ only calls course_utils.cli.main"
+    assert {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()} == {"cli", "site", "exercises"}
+

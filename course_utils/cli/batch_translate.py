@@ -21,6 +21,8 @@ from typing import IO, NamedTuple
 
 from course_utils.translate import clip_text, prepare_source, source_warnings, translate_batch
 
+__all__ = ["Warn", "SourceLine", "read_lines", "check_lines", "translate_lines", "write_lines", "translate_stream"]
+
 Warn = Callable[[str], None]
 
 

@@ -31,9 +31,10 @@ from typing import BinaryIO, NamedTuple
 
 import torch
 
-from course_utils import __version__, checkpoints, classifier, pretrain, recipes
+from course_utils import __version__, checkpoints, classifier, recipes
 from course_utils import data as data_module
 from course_utils.checkpoints import CheckpointError, _file_mode, _first_sentence, load_checkpoint
+from course_utils.cli import pretrain
 from course_utils.corpus import check_corpus, data_dir, display_path
 from course_utils.runtime import course_seed
 

@@ -12,11 +12,11 @@ Each translator is trained by `recipes.load_or_train`, each classifier by `class
 cached where the notebooks look for it (data_dir()/models/); a model already cached there is loaded (which also checks
 that it matches the corpus) and skipped. While it runs it says which model is training, which of how many it is, and
 about how long the rest will take. With COURSE_MODELS_ARCHIVE set, the models missing here are first imported from
-that archive; --export and --import are the lecturer's and the students' sides of course_utils.model_archive.
+that archive; --export and --import are the lecturer's and the students' sides of course_utils.cli.archive.
 
 NOTEBOOK_MODELS is the list of translators the notebooks load, classifier.NOTEBOOK_CLASSIFIERS notebook 08's
 classifiers; tests/test_pretrain.py checks both against the notebooks.
-`training_notice` is introduced in notebook 04 (and used in 06); the rest is used by the package, not a notebook.
+Used by the package, not a notebook (the notice a notebook prints before training is recipes.training_notice).
 """
 from __future__ import annotations
 
@@ -33,16 +33,13 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from course_utils.classifier import ClassifierConfig
 
+__all__ = ["NOTEBOOK_MODELS", "SECONDS_PER_CLASSIFIER", "FAST_SECONDS_PER_CLASSIFIER", "PretrainResult",
+           "classifier_estimate_seconds", "notebook_classifiers", "pretrain", "import_archive", "export_archive",
+           "cmd_pretrain", "add_pretrain_parser"]
+
 # The recipes the notebooks pass to load_or_train (04 and 06: all five; 05: bahdanau and none).
 NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat", "lecture-none")
 
-# Estimates before the first model of a run has trained; afterwards the run's own measured times are used.
-# Full mode: the retuned lecture-bahdanau trained its 10 epochs in 155-172 s on the quiet 2-core course machine
-# (benchmarks/time_to_quality.py, dev evaluation excluded); with the evaluation about 20 s per epoch. Fast mode: one
-# short epoch (300 pairs, dev BLEU on 100);
-# `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
-SECONDS_PER_EPOCH = 20.0
-FAST_SECONDS_PER_MODEL = 30.0
 # Notebook 08's classifiers (5 epochs on the whole train split): its seven trained in 9 min 40 s on a busy 2-core CPU,
 # about 85 s each; fast mode (FAST_CLASSIFIER: 2 epochs on 1,000 pairs) takes seconds.
 SECONDS_PER_CLASSIFIER = 85.0
@@ -79,20 +76,6 @@ def _fast_env(fast: bool) -> Iterator[None]:
             os.environ[FAST_ENV] = previous
 
 
-def _minutes(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
-
-def estimate_seconds(name: str, fast: bool) -> float:
-    """The constant estimate for training recipe `name` (before anything was measured in this run).
-
-    Used by the package, not a notebook.
-    """
-    from course_utils.recipes import get_recipe
-
-    return FAST_SECONDS_PER_MODEL if fast else SECONDS_PER_EPOCH * get_recipe(name).train.epochs
-
-
 def classifier_estimate_seconds(fast: bool) -> float:
     """The constant estimate for training one of notebook 08's classifiers. Used by the package, not a notebook."""
     return FAST_SECONDS_PER_CLASSIFIER if fast else SECONDS_PER_CLASSIFIER
@@ -106,22 +89,6 @@ def notebook_classifiers() -> dict[str, ClassifierConfig]:
     return {config.name: config for config in NOTEBOOK_CLASSIFIERS.values()}
 
 
-def training_notice(names: Sequence[str], fast: bool | None = None) -> str | None:
-    """What a notebook says before load_or_train trains several models: how many, about how long, and that
-    `pretrain` does it ahead; None when all are cached. Introduced in notebook 04 (and used in 06)."""
-    from course_utils.recipes import model_path
-    from course_utils.runtime import fast_mode
-
-    fast = fast_mode() if fast is None else fast
-    missing = [name for name in names if not model_path(name, fast).exists()]
-    if not missing:
-        return None
-    seconds = sum(estimate_seconds(name, fast) for name in missing)
-    return (f"This will train {len(missing)} model(s){' in fast mode' if fast else ''} ({', '.join(missing)}), "
-            f"about {_minutes(seconds)} on a 2-core CPU. To have them ready before class, run "
-            f"`python -m course_utils pretrain{' --fast' if fast else ''}` once in a terminal.")
-
-
 class _Job(NamedTuple):
     """One model to prepare: its name, cache path, constant estimate, and how to load or train it."""
     name: str
@@ -133,7 +100,7 @@ class _Job(NamedTuple):
 def _jobs(names: Sequence[str], fast: bool, retrain: bool, progress: bool, course) -> list[_Job]:
     """A _Job per name: a recipe (load_or_train) or a notebook classifier (load_or_train_classifier)."""
     from course_utils.classifier import classifier_path, load_or_train_classifier
-    from course_utils.recipes import load_or_train, model_path
+    from course_utils.recipes import estimate_seconds, load_or_train, model_path
 
     configs = notebook_classifiers()
     jobs = []
@@ -171,74 +138,90 @@ def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progr
 
     Used by the package, not a notebook.
     """
-    from course_utils.checkpoints import CheckpointError
-    from course_utils.corpus import display_path
     from course_utils.data import load_course_data
-    from course_utils.recipes import get_recipe
+    from course_utils.recipes import minutes
     from course_utils.runtime import fast_mode
 
     say = log or (lambda _: None)
     fast = fast_mode() if fast is None else fast
     configs = notebook_classifiers()
     names = list((*NOTEBOOK_MODELS, *(configs if classifiers else ())) if names is None else names)
-    for name in names:
-        if name not in configs:
-            try:
-                get_recipe(name)  # an unknown name fails before anything trains
-            except KeyError as error:
-                raise KeyError(f"{error.args[0]}; notebook classifiers: {', '.join(configs)}") from None
+    _check_names(names, configs)  # an unknown name fails before anything trains
     mode = " (fast mode: smoke-test models)" if fast else ""
     course = load_course_data(verbose=False)
     if not retrain:  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        from course_utils.model_archive import import_from_env
+        from course_utils.cli.archive import import_from_env
 
         import_from_env(fast, course, log=say)
     jobs = _jobs(names, fast, retrain, progress, course)
     to_train = [job for job in jobs if retrain or not job.path.exists()]
     estimate = sum(job.estimate for job in to_train)
     say(f"pretrain{mode}: {len(names)} model(s), {len(names) - len(to_train)} already cached, {len(to_train)} to "
-        f"train (about {_minutes(estimate)} on a 2-core CPU)")
-    results: list[PretrainResult] = []
-    measured: list[tuple[float, float]] = []  # (seconds taken, constant estimate) of each model trained so far
+        f"train (about {minutes(estimate)} on a 2-core CPU)")
     with _fast_env(fast):
-        for k, job in enumerate(jobs, start=1):
-            name, where, step = job.name, display_path(job.path), f"[{k}/{len(jobs)}]"
-            cached, before = job.path.exists() and not retrain, _modified(job.path)
-            if not cached:
-                left = [j for j in to_train if j.name not in {r.name for r in results}]
-                scale = sum(s for s, _ in measured) / sum(e for _, e in measured) if measured else 1.0
-                this, rest = job.estimate * scale, sum(j.estimate for j in left) * scale
-                say(f"{step} training {name}{mode}: about {_minutes(this)}; about {_minutes(rest)} "
-                    f"left in all ({'measured in this run' if measured else 'estimate'}); cached at {where}")
-            started = time.perf_counter()
-            try:
-                job.run()
-            except CheckpointError as error:
-                results.append(PretrainResult(name, where, "failed", time.perf_counter() - started, str(error)))
-                say(f"{step} {name}: the cached model at {where} does not fit: {error}\n"
-                    f"    retrain it: python -m course_utils pretrain --retrain {name}")
-                continue
-            seconds = time.perf_counter() - started
-            if cached and _modified(job.path) == before:
-                results.append(PretrainResult(name, where, "cached", seconds))
-                say(f"{step} {name}: cached at {where}, skipped")
-            else:  # a cached classifier of another config or vocabulary is trained again by load_or_train_classifier
-                measured.append((seconds, job.estimate))
-                results.append(PretrainResult(name, where, "trained", seconds))
-                say(f"{step} {name}: trained in {_minutes(seconds)}, cached at {where}"
-                    + (" (the cached one did not fit)" if cached else ""))
+        results = _run_jobs(jobs, to_train, retrain, mode, say)
     trained = [r for r in results if r.status == "trained"]
     failed = [r.name for r in results if r.status == "failed"]
-    say(f"pretrain done: {len(trained)} trained in {_minutes(sum(r.seconds for r in trained))}, "
+    say(f"pretrain done: {len(trained)} trained in {minutes(sum(r.seconds for r in trained))}, "
         f"{sum(r.status == 'cached' for r in results)} cached"
         + (f", {len(failed)} failed ({', '.join(failed)})" if failed else ""))
     return results
 
 
+def _check_names(names: Sequence[str], configs: dict) -> None:
+    """KeyError unless each name is a recipe or a notebook classifier (the message lists the classifiers)."""
+    from course_utils.recipes import get_recipe
+
+    for name in names:
+        if name not in configs:
+            try:
+                get_recipe(name)
+            except KeyError as error:
+                raise KeyError(f"{error.args[0]}; notebook classifiers: {', '.join(configs)}") from None
+
+
+def _run_jobs(jobs: Sequence[_Job], to_train: Sequence[_Job], retrain: bool, mode: str,
+              say: Callable[[str], None]) -> list[PretrainResult]:
+    """Load or train each job in order, saying what it does and how long the rest will take; a PretrainResult each."""
+    from course_utils.checkpoints import CheckpointError
+    from course_utils.corpus import display_path
+    from course_utils.recipes import minutes
+
+    results: list[PretrainResult] = []
+    measured: list[tuple[float, float]] = []  # (seconds taken, constant estimate) of each model trained so far
+    for k, job in enumerate(jobs, start=1):
+        name, where, step = job.name, display_path(job.path), f"[{k}/{len(jobs)}]"
+        cached, before = job.path.exists() and not retrain, _modified(job.path)
+        if not cached:
+            left = [j for j in to_train if j.name not in {r.name for r in results}]
+            scale = sum(s for s, _ in measured) / sum(e for _, e in measured) if measured else 1.0
+            this, rest = job.estimate * scale, sum(j.estimate for j in left) * scale
+            say(f"{step} training {name}{mode}: about {minutes(this)}; about {minutes(rest)} "
+                f"left in all ({'measured in this run' if measured else 'estimate'}); cached at {where}")
+        started = time.perf_counter()
+        try:
+            job.run()
+        except CheckpointError as error:
+            results.append(PretrainResult(name, where, "failed", time.perf_counter() - started, str(error)))
+            say(f"{step} {name}: the cached model at {where} does not fit: {error}\n"
+                f"    retrain it: python -m course_utils pretrain --retrain {name}")
+            continue
+        seconds = time.perf_counter() - started
+        if cached and _modified(job.path) == before:
+            results.append(PretrainResult(name, where, "cached", seconds))
+            say(f"{step} {name}: cached at {where}, skipped")
+        else:  # a cached classifier of another config or vocabulary is trained again by load_or_train_classifier
+            measured.append((seconds, job.estimate))
+            results.append(PretrainResult(name, where, "trained", seconds))
+            say(f"{step} {name}: trained in {minutes(seconds)}, cached at {where}"
+                + (" (the cached one did not fit)" if cached else ""))
+    return results
+
+
 def import_archive(path: str, fast: bool | None = None) -> int:
-    """`pretrain --import FILE`: the archive validated in full, then its models cached (model_archive.import_models);
-    nothing trains. Returns the exit status; raises model_archive.ArchiveError. Used by the package, not a notebook."""
-    from course_utils.model_archive import import_models, read_manifest
+    """`pretrain --import FILE`: the archive validated in full, then its models cached (cli.archive.import_models);
+    nothing trains. Returns the exit status; raises cli.archive.ArchiveError. Used by the package, not a notebook."""
+    from course_utils.cli.archive import import_models, read_manifest
 
     names = import_models(path, fast=fast, log=print)
     manifest = read_manifest(path)
@@ -251,10 +234,10 @@ def import_archive(path: str, fast: bool | None = None) -> int:
 
 
 def export_archive(path: str, results: Sequence[PretrainResult], fast: bool) -> int:
-    """`pretrain --export FILE`: after pretrain, the models of `results` in one archive (model_archive.export_models).
-    Returns the exit status (1 when a model failed); raises model_archive.ArchiveError. Used by the package, not a
+    """`pretrain --export FILE`: after pretrain, the models of `results` in one archive (cli.archive.export_models).
+    Returns the exit status (1 when a model failed); raises cli.archive.ArchiveError. Used by the package, not a
     notebook."""
-    from course_utils.model_archive import export_models
+    from course_utils.cli.archive import export_models
 
     failed = [result.name for result in results if result.status == "failed"]
     if failed:
@@ -271,8 +254,8 @@ def export_archive(path: str, results: Sequence[PretrainResult], fast: bool) -> 
 def cmd_pretrain(args: argparse.Namespace) -> int:
     """`pretrain`: exit status 0 when every model is cached afterwards (and exported or imported), 1 otherwise. Used
     by the package, not a notebook."""
+    from course_utils.cli.archive import ArchiveError
     from course_utils.data import CorpusError
-    from course_utils.model_archive import ArchiveError
     from course_utils.runtime import fast_mode, set_threads
 
     try:
