@@ -24,9 +24,9 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from course_utils.data import Vocab  # noqa: E402
 from course_utils.explorer import AttentionExplorer, ExplorerState, draw_state, figure_png  # noqa: E402
 from course_utils.seq2seq import ModelConfig, Seq2Seq  # noqa: E402
+from course_utils.vocab import Vocab  # noqa: E402
 
 SENTENCE = "je suis tres content de te voir aujourd hui ."  # 10 words
 OTHER = "nous sommes tres fatigues ce soir ."

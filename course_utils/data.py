@@ -28,9 +28,9 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from course_utils.corpus import CorpusError, display_path, find_corpus, read_corpus_lines
 
-# The special ids live in course_utils.vocab (the model core imports them from there); this re-export is kept for
-# the notebooks, which still import PAD_ID & co. from data.
-from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab  # noqa: F401 (the ids are data's too)
+# The special ids and tokens live in vocab (every `from ... import PAD_ID` reads them there); data keeps them as
+# attributes too, for the `data.Vocab` and `data.EOS_ID` that the exercises and notebooks still read.
+from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab  # noqa: F401
 
 __all__ = ["MAX_LENGTH", "ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair",
            "read_pairs", "keep_pair", "filter_pairs", "Splits", "split_pairs", "tensor_from_sentence", "Batch",

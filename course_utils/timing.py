@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 
 import torch
 
-from course_utils.data import SOS_ID, Batch
+from course_utils.data import Batch
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq, teacher_forced_input
+from course_utils.vocab import SOS_ID
 
 __all__ = ["Key", "Item", "Timing", "thread_count", "time_calls", "decoder_step_calls", "forward_backward",
            "tokens_per_second"]

@@ -1,7 +1,7 @@
 """Small builders shared by several test files (plain functions; fixtures live in conftest.py)."""
 import torch
 
-from course_utils.data import EOS_ID, PAD_ID
+from course_utils.vocab import EOS_ID, PAD_ID
 
 
 def random_padded_ids(lengths, vocab_size, seed=0):

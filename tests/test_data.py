@@ -10,7 +10,8 @@ import torch
 from course_utils import data
 from course_utils.__main__ import main
 from course_utils.corpus import CorpusError
-from course_utils.data import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Pair, Vocab
+from course_utils.data import Pair
+from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Vocab
 
 CLEAN = re.compile(r"[a-z.!?]+( [a-z.!?]+)*")  # what a correctly normalised, non-empty sentence looks like
 

@@ -5,7 +5,6 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from course_utils.data import PAD_ID, SOS_ID
 from course_utils.decoder import (
     AttnDecoderRNN,
     BahdanauDecoder,
@@ -16,6 +15,7 @@ from course_utils.decoder import (
     Memory,
     StepOutput,
 )
+from course_utils.vocab import PAD_ID, SOS_ID
 
 B, S, T, V, E, H, MAXLEN = 3, 5, 4, 11, 6, 8, 7
 LENGTHS = torch.tensor([5, 2, 4])

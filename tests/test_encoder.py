@@ -4,8 +4,8 @@ import torch
 from helpers import random_padded_ids
 from torch.testing import assert_close
 
-from course_utils.data import PAD_ID
 from course_utils.encoder import EncoderOutput, EncoderRNN
+from course_utils.vocab import PAD_ID
 
 V, E, H = 20, 8, 12
 

@@ -12,7 +12,6 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from course_utils import explorer  # noqa: E402
-from course_utils.data import PAD_ID, Vocab  # noqa: E402
 from course_utils.explorer import (  # noqa: E402
     HINT,
     AttentionExplorer,
@@ -25,6 +24,7 @@ from course_utils.explorer import (  # noqa: E402
 )
 from course_utils.seq2seq import ModelConfig, Seq2Seq  # noqa: E402
 from course_utils.translate import translate  # noqa: E402
+from course_utils.vocab import PAD_ID, Vocab  # noqa: E402
 
 FRENCH = ["je suis tres content de te voir aujourd hui .", "il est grand .", "nous sommes ici .",
           "je suis fatigue ."]

@@ -15,8 +15,8 @@ import torch
 from torch.testing import assert_close
 
 from course_utils.attention import masked_softmax
-from course_utils.data import SOS_ID
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
+from course_utils.vocab import SOS_ID
 
 E, H, V = 6, 8, 13
 FAST = {  # the decoders with a fast path

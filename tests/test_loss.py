@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from course_utils.data import PAD_ID
 from course_utils.loss import masked_nll_loss, perplexity
+from course_utils.vocab import PAD_ID
 
 
 def test_masked_loss_is_the_mean_over_real_tokens_only():

@@ -6,9 +6,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from course_utils.data import EOS_ID, PAD_ID
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.shapes import ShapeRow, ShapeTrace, describe_shapes, trace_shapes
+from course_utils.vocab import EOS_ID, PAD_ID
 
 T = 3
 

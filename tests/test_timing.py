@@ -7,10 +7,11 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from course_utils.data import EOS_ID, collate_batch
+from course_utils.data import collate_batch
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.timing import Timing, decoder_step_calls, forward_backward, time_calls, tokens_per_second
+from course_utils.vocab import EOS_ID
 
 V_SRC, V_TGT = 11, 13
 

@@ -30,7 +30,7 @@ def _seq2seq(src_vocab_size: int, tgt_vocab_size: int, **config):
 
 def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """src (B, S) of random real ids, each row ending with EOS and padded, and its lengths (B,)."""
-    from course_utils.data import EOS_ID, PAD_ID
+    from course_utils.vocab import EOS_ID, PAD_ID
 
     generator = torch.Generator().manual_seed(0)
     src = torch.full((len(lengths), max(lengths)), PAD_ID)
@@ -138,8 +138,8 @@ def nb05_loss() -> Shapes:
     """The shapes notebook 05's question on loss asks for. Used by the package, not a notebook."""
     import torch.nn.functional as F
 
-    from course_utils.data import EOS_ID, PAD_ID
     from course_utils.loss import masked_nll_loss
+    from course_utils.vocab import EOS_ID, PAD_ID
 
     torch.manual_seed(0)
     B, T, V = 2, 4, 7
@@ -150,8 +150,8 @@ def nb05_loss() -> Shapes:
 
 def nb05_greedy() -> Shapes:
     """The shapes notebook 05's question on greedy asks for. Used by the package, not a notebook."""
-    from course_utils.data import EOS_ID
     from course_utils.decode import greedy_decode
+    from course_utils.vocab import EOS_ID
 
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
     with torch.no_grad():
@@ -177,8 +177,8 @@ def nb06_forced() -> Shapes:
 # ------------------------------------------------------------------------------------------- 07 decoding
 def nb07_beam_step() -> Shapes:
     """The shapes notebook 07's question on beam step asks for. Used by the package, not a notebook."""
-    from course_utils.data import SOS_ID
     from course_utils.decode import forbid_special_tokens
+    from course_utils.vocab import SOS_ID
 
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=32)
     src, lengths = _padded([6], 20)

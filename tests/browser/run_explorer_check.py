@@ -71,7 +71,7 @@ SENTENCE = "je suis tres content de te voir aujourd hui ."  # typed into the exp
 CELL = '''\
 import torch
 from types import SimpleNamespace
-from course_utils.data import Vocab
+from course_utils.vocab import Vocab
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.explorer import AttentionExplorer
 
