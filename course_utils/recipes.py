@@ -29,8 +29,8 @@ from course_utils.vocab import Vocab
 
 __all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING", "RECIPES", "DEFAULT_RECIPE",
            "get_recipe", "FAST_TRAIN_PAIRS", "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "model_path", "SECONDS_PER_EPOCH",
-           "FAST_SECONDS_PER_MODEL", "minutes", "estimate_seconds", "training_notice", "train_recipe",
-           "load_or_train"]
+           "FAST_SECONDS_PER_MODEL", "minutes", "estimate_seconds", "training_notice", "training_config",
+           "train_recipe", "load_or_train"]
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,16 @@ def training_notice(names: Sequence[str], fast: bool | None = None) -> str | Non
             f"`python -m course_utils pretrain{' --fast' if fast else ''}` once in a terminal.")
 
 
+def training_config(recipe: Recipe, fast: bool = False, **overrides) -> TrainConfig:
+    """The TrainConfig train_recipe trains `recipe` with: fast mode's FAST_OVERRIDES (fast=True), then `overrides`
+    (TrainConfig fields); the seed is the overrides', else COURSE_SEED (runtime.course_seed), else the recipe's.
+    The one place these settings are merged (the command line prints them before training). Used by the package, not
+    a notebook."""
+    overrides = {**(FAST_OVERRIDES if fast else {}), **overrides}
+    overrides.setdefault("seed", course_seed(recipe.train.seed))  # COURSE_SEED: another run of the same recipe
+    return recipe.train_config(**overrides)
+
+
 def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress: bool = True,
                  log: Callable[[str], None] | None = print, **overrides) -> TrainedModel:
     """Build the recipe's model (seeded) and train it on `data`; fast=True trains briefly (smoke tests).
@@ -196,10 +206,7 @@ def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress:
     `overrides` replace TrainConfig fields (e.g. epochs=2, device="cpu"); without a `seed` among them the recipe's
     seed is used, or COURSE_SEED when set (runtime.course_seed). Introduced in notebook 05.
     """
-    if fast:
-        overrides = {**FAST_OVERRIDES, **overrides}
-    overrides.setdefault("seed", course_seed(recipe.train.seed))  # COURSE_SEED: another run of the same recipe
-    train_config = recipe.train_config(**overrides)
+    train_config = training_config(recipe, fast, **overrides)
     model_config = recipe.model_config(data.src_vocab, data.tgt_vocab)
     torch.manual_seed(train_config.seed)
     model = Seq2Seq(model_config)

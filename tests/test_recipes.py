@@ -92,3 +92,14 @@ def test_course_seed_gives_another_run_of_a_recipe(tiny_course_data, monkeypatch
     assert (default.train_config.seed, other.train_config.seed, explicit.train_config.seed) == (0, 3, 0)
     weights = [next(iter(t.model.state_dict().values())) for t in (default, other, explicit)]
     assert not torch.equal(weights[0], weights[1]) and torch.equal(weights[0], weights[2])
+
+
+def test_training_config_is_what_train_recipe_trains_with(tiny_course_data, monkeypatch):
+    # the one place fast mode, explicit overrides and COURSE_SEED are merged (the command line prints it first)
+    small = recipes.RECIPES["lecture-none"].with_model(embedding_size=8, hidden_size=16)
+    monkeypatch.setenv("COURSE_SEED", "2")
+    config = recipes.training_config(small, fast=True, max_train_pairs=20)
+    assert (config.epochs, config.max_train_pairs, config.seed) == (1, 20, 2)
+    trained = recipes.train_recipe(small, tiny_course_data, fast=True, progress=False, log=None, max_train_pairs=20)
+    assert trained.train_config == config
+    assert recipes.training_config(small, seed=7).seed == 7 and recipes.training_config(small).epochs == 10

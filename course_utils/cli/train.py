@@ -4,13 +4,14 @@ and tested (one model with a checkpoint and an attention figure; or every attent
     python -m course_utils train --attention bahdanau --epochs 5 --output model.pt   # train, test, save
     python -m course_utils compare        # every attention type, same budget/seed/data: one table
 
-Both start alike (_start: the recipe, the device, fast mode); fast mode's settings are train_recipe's
-(recipes.FAST_OVERRIDES). Heavy modules are imported inside the functions so that `--help` is instant. Used by the
+Both start alike (_start: the recipe, the device, fast mode); the settings they train with are merged in one place,
+recipes.training_config. Heavy modules are imported inside the functions so that `--help` is instant. Used by the
 package, not a notebook.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from course_utils.cli.commands import _check_device, _error
@@ -85,7 +86,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from course_utils.checkpoints import CheckpointError, check_writable, save_checkpoint_or_fallback
     from course_utils.corpus import data_dir
-    from course_utils.recipes import FAST_OVERRIDES, train_recipe
+    from course_utils.recipes import train_recipe, training_config
     from course_utils.runtime import set_threads
 
     recipe, fast, status = _start(args, args.attention)
@@ -101,9 +102,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     course, problem = _load_trainable_data()
     if problem:
         return _error(problem)
-    if fast:  # only for the banner, which shows the settings train_recipe will really use
-        recipe = recipe.with_training(**{**FAST_OVERRIDES, **_explicit(args)})
-    print(f"Training {recipe.name}{' in fast mode' if fast else ''} ({recipe.train.epochs} epoch(s)): {recipe}")
+    shown = dataclasses.replace(recipe, train=training_config(recipe, fast, **_explicit(args)))  # what it trains with
+    print(f"Training {shown.name}{' in fast mode' if fast else ''} ({shown.train.epochs} epoch(s)): {shown}")
     trained = train_recipe(recipe, course, fast=fast, progress=not args.no_progress, device=args.device,
                            **_explicit(args))
     trained.model.cpu()
