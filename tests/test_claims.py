@@ -125,3 +125,18 @@ def test_every_asserted_property_held_in_every_run_of_the_evidence(evidence):
         for name in asserted_properties():
             assert name in recorded, f"{name} was not evaluated in run {run['label']}: rerun the evidence"
             assert claims.PROPERTIES[name].holds(recorded[name]["values"]), f"{name} fails in run {run['label']}"
+
+
+def test_the_property_line_judges_the_evidence_as_the_property_is_defined_now(full_mode, monkeypatch, capsys):
+    # a run logged as held under an earlier, looser threshold must not count now (as the evidence test judges it)
+    evidence = full_mode / "claims.json"
+    logged = lambda unk: {"name": "07.never_writes_unk", "held": True, "values": {"unk_outputs": unk, "sources": 100}}
+    evidence.write_text(json.dumps({"runs": [{"properties": [logged(0)]}, {"properties": [logged(5)]}]}))
+    monkeypatch.setattr(claims, "EVIDENCE", evidence)
+    monkeypatch.setattr(claims, "REPO", full_mode)
+    claims._evidence_runs.cache_clear()
+    try:
+        claims.check("07.never_writes_unk", unk_outputs=0, sources=100)
+    finally:
+        claims._evidence_runs.cache_clear()
+    assert capsys.readouterr().out.rstrip().endswith("held in 1 of 2 runs of claims.json")
