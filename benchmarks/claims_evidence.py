@@ -34,6 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from learner_run import error_line  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "claims.json"
 CLAIM_NOTEBOOKS = ["04", "05", "06", "07", "08"]  # the notebooks that say something about trained models
 # Properties restated after the evidence was made, from the values the runs logged under an earlier name (the same
@@ -72,8 +75,7 @@ def collect(folder: Path) -> dict:
     log = folder / "claims.jsonl"  # absent where the run's notebooks claim nothing (01-03)
     records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
     conditions, corpus = report["conditions"], report["conditions"]["corpus"]
-    raised = [f"{e['notebook']} cell {e['cell']} (code {e['code_cell']}): {e['ename']}: {e['message']}"
-              for e in report["errors"]]
+    raised = [error_line(error) for error in report["errors"]]  # as the learner run prints them
     return {"label": folder.name, "seed": conditions["seed"], "corpus": corpus["choice"],
             "device": conditions["device"].split()[0], "fast": conditions["mode"] != "full",
             "notebooks": [nb["notebook"][:2] for nb in report["notebooks"]],
