@@ -36,7 +36,7 @@ __all__ = ["SUBJECTS", "FRENCH_SUBJECTS", "CLASSIFIER_FORMAT", "FAST_CLASSIFIER"
            "SubjectBatch", "subject_batch", "subject_batches", "ClassifierOutput", "LectureAttentionClassifier",
            "AttentionClassifier", "SoftAttentionClassifier", "BagOfWordsClassifier", "selected_words",
            "ClassifierConfig", "NOTEBOOK_CLASSIFIERS", "build_classifier", "train_classifier", "ClassifierScores",
-           "evaluate_classifier", "TrainedClassifier", "classifier_path", "load_or_train_classifier",
+           "evaluate_classifier", "TrainedClassifier", "classifier_path", "training_config", "load_or_train_classifier",
            "highlight_html"]
 
 SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label order
@@ -348,6 +348,12 @@ def classifier_path(config: ClassifierConfig, fast: bool | None = None) -> Path:
     return data_dir() / "models" / f"{config.name}{'-fast' if fast else ''}.pt"
 
 
+def training_config(config: ClassifierConfig, fast: bool = False) -> ClassifierConfig:
+    """The config `config`'s classifier is trained and cached with: FAST_CLASSIFIER's settings in fast mode, and
+    COURSE_SEED, when set, as its seed. Used by the package, not a notebook."""
+    return dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
+
+
 def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool = False, verbose: bool = True
                              ) -> TrainedClassifier:
     """`config`'s classifier, trained once on the course's train split and cached (atomically) at
@@ -359,7 +365,7 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
     fast, say = fast_mode(), print if verbose else (lambda *_: None)
     data = load_course_data(verbose=False) if data is None else data
     path = classifier_path(config, fast)
-    train_config = dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
+    train_config = training_config(config, fast)
     if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
         from course_utils.cli.archive import import_from_env
 

@@ -36,7 +36,6 @@ from course_utils import data as data_module
 from course_utils.checkpoints import CheckpointError, _file_mode, _first_sentence, load_checkpoint
 from course_utils.cli import pretrain
 from course_utils.corpus import check_corpus, data_dir, display_path
-from course_utils.runtime import course_seed
 
 __all__ = ["ARCHIVE_ENV", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "ArchiveError", "ArchivedModel", "Manifest",
            "corpus_fingerprint", "export_models", "import_from_env", "import_models", "read_manifest"]
@@ -119,15 +118,14 @@ def _expected(name: str, fast: bool, course: data_module.CourseData) -> tuple[st
     train_recipe and load_or_train_classifier do); ArchiveError for a name that is neither."""
     configs = pretrain.notebook_classifiers()
     if name in configs:
-        config = dataclasses.replace(configs[name], **(classifier.FAST_CLASSIFIER if fast else {}),
-                                     seed=course_seed(configs[name].seed))
+        config = classifier.training_config(configs[name], fast)
         return ("classifier", _plain({"classifier": dataclasses.asdict(config)}),
                 classifier.classifier_path(configs[name], fast))
     if name not in recipes.RECIPES:
         raise ArchiveError(f"this course_utils has no recipe or notebook classifier called {name!r} (known: "
                            f"{', '.join([*recipes.RECIPES, *configs])}); check the name, or update course_utils")
     recipe = recipes.RECIPES[name]
-    train = recipe.train_config(**(recipes.FAST_OVERRIDES if fast else {}), seed=course_seed(recipe.train.seed))
+    train = recipes.training_config(recipe, fast)
     return ("translator", _plain({"model": dataclasses.asdict(recipe.model_config(course.src_vocab, course.tgt_vocab)),
                                   "train": dataclasses.asdict(train)}), recipes.model_path(name, fast))
 
