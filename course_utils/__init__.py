@@ -6,7 +6,7 @@ The library is flat and in the notebooks' order, one idea per module:
     02      runtime, encoder, shapes, timing                     where code runs; the encoder; shapes and speed
     03-04   attention, decoder, seq2seq, diagrams, diagram_layouts   the model core
     04-05   recipes, loss, train, cuda_graphs, evaluate, checkpoints  training, evaluating, saving
-    05-07   decode (the decoding algorithms), translate, metrics, viz, viz_padding, explorer
+    05-07   search (the decoding algorithms), translate, metrics, viz, viz_padding, explorer
     08      classifier                                           attention for classification
     04-08   claims                                               what the notebooks say about trained models
     all     exercises/                                           one module of self-checks per notebook

@@ -16,10 +16,10 @@ from typing import NamedTuple
 import torch
 
 from course_utils.data import Pair, TranslationDataset, collate_batch
-from course_utils.decode import beam_search, greedy_decode
 from course_utils.loss import masked_nll_loss, perplexity
 from course_utils.metrics import corpus_scores
 from course_utils.runtime import eval_mode
+from course_utils.search import beam_search, greedy_decode
 from course_utils.seq2seq import Seq2Seq
 from course_utils.vocab import Vocab
 

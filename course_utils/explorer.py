@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from course_utils.decode import forbid_special_tokens, force_decode
+from course_utils.search import forbid_special_tokens, force_decode
 from course_utils.translate import prepare_source, translate
 from course_utils.viz import CELL_INCHES, plot_attention, plot_top_k, text_inches
 

@@ -1,4 +1,4 @@
-"""Translating text: raw sentences in, `Translation`s out, on top of the decoding algorithms of `decode`.
+"""Translating text: raw sentences in, `Translation`s out, on top of the decoding algorithms of `search`.
 
     translation = translate(model, src_vocab, tgt_vocab, "Je suis très fatigué.")     # greedy; beam_width=5
     translation.text, translation.output_tokens, translation.attention                 # (T, S) attention
@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from course_utils.data import normalize_string
-from course_utils.decode import beam_search, force_decode, greedy_decode
+from course_utils.search import beam_search, force_decode, greedy_decode
 from course_utils.vocab import EOS_TOKEN, PAD_ID, UNK_ID, UNK_TOKEN
 
 __all__ = ["Translation", "prepare_source", "clip_text", "source_warnings", "replace_unknown_words",

@@ -301,7 +301,7 @@ def plot_beam_hypotheses(hypotheses: Sequence[object], source_tokens: Sequence[s
                          ncols: int = 2, title: str | None = None, show_stats: bool = False) -> Figure:
     """The hypotheses of one beam search, best first: one heatmap each, titled with rank and score.
 
-    hypotheses: `decode.beam_search` results (token ids: pass `tgt_vocab`) or Translations.
+    hypotheses: `search.beam_search` results (token ids: pass `tgt_vocab`) or Translations.
     source_tokens: the source words plus "<eos>" (`Translation.source_tokens` or `prepare_source`'s words).
     Introduced in notebook 06.
     """

@@ -13,7 +13,7 @@ from course_utils.checkpoints import (
     save_checkpoint,
 )
 from course_utils.data import TranslationDataset, collate_batch
-from course_utils.decode import greedy_decode
+from course_utils.search import greedy_decode
 from course_utils.seq2seq import Seq2Seq
 from course_utils.train import History, TrainConfig
 

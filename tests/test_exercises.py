@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import course_utils.exercises as exercises_package
-from course_utils import attention, data, decode, exercises, loss, metrics, translate
+from course_utils import attention, data, exercises, loss, metrics, search, translate
 from course_utils.exercises import contract, solutions
 
 CHECKERS = sorted(name for name, obj in vars(exercises).items() if name.startswith("check_") and callable(obj))
@@ -65,7 +65,7 @@ def dot_attention_with(module):
 
 
 def greedy_with_package(model, src_ids, max_length):
-    output = decode.greedy_decode(model, src_ids.unsqueeze(0), torch.tensor([len(src_ids)]), max_length=max_length)
+    output = search.greedy_decode(model, src_ids.unsqueeze(0), torch.tensor([len(src_ids)]), max_length=max_length)
     return output.tokens[0, :int(output.lengths[0])].tolist()
 
 
@@ -100,9 +100,9 @@ CHEATS = [  # checker, a solution that calls a forbidden function, the name in t
     ("check_masked_nll",
      lambda log_probs, tgt: F.cross_entropy(log_probs.transpose(1, 2), tgt, ignore_index=data.PAD_ID),
      "torch.nn.functional.cross_entropy"),
-    ("check_greedy_decode", greedy_with_package, "course_utils.decode.greedy_decode"),
-    ("check_greedy_decode", lambda model, src_ids, max_length: decode.beam_search(model, src_ids, 1, max_length)[0],
-     "course_utils.decode.beam_search"),
+    ("check_greedy_decode", greedy_with_package, "course_utils.search.greedy_decode"),
+    ("check_greedy_decode", lambda model, src_ids, max_length: search.beam_search(model, src_ids, 1, max_length)[0],
+     "course_utils.search.beam_search"),
     ("check_attention_entropy", lambda weights: metrics.attention_entropy(weights),
      "course_utils.metrics.attention_entropy"),
     ("check_replace_unknown", lambda output, source, attention: translate.replace_unknown_words(

@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import decode, evaluate
+from course_utils import evaluate, search
 from course_utils.runtime import FAST_ENV, eval_mode, fast_mode, resolve_device
 
 
@@ -54,7 +54,7 @@ def test_eval_mode_restores_the_previous_mode_also_after_an_error(training):
 
 
 def test_decoding_and_evaluation_use_the_one_eval_mode():
-    """The 'eval, then restore' bookkeeping exists once: decode and evaluate use runtime.eval_mode."""
-    for module in (decode, evaluate):
+    """The 'eval, then restore' bookkeeping exists once: search and evaluate use runtime.eval_mode."""
+    for module in (search, evaluate):
         assert module.eval_mode is eval_mode
         assert "was_training" not in open(module.__file__).read()

@@ -16,7 +16,7 @@ from course_utils.exercises.contract import attempted, call_student, expect, pas
 
 MASKED_NLL_FORBIDDEN = ("course_utils.loss.masked_nll_loss", "torch.nn.functional.nll_loss",
                         "torch.nn.functional.cross_entropy")
-GREEDY_FORBIDDEN = ("course_utils.decode.greedy_decode", "course_utils.decode.beam_search")
+GREEDY_FORBIDDEN = ("course_utils.search.greedy_decode", "course_utils.search.beam_search")
 MASKED_NLL_LENGTHS = ((4, 2, 3), (3, 3), (1, 5))  # target lengths (EOS included) of the cases: ragged, no padding
 
 
@@ -106,8 +106,8 @@ def _greedy_model():
 
 
 def _greedy_cases() -> list[tuple[torch.Tensor, list[int]]]:
-    """(src_ids (S,), expected output ids) for GREEDY_SOURCES, the expected ids from decode.greedy_decode."""
-    from course_utils.decode import greedy_decode
+    """(src_ids (S,), expected output ids) for GREEDY_SOURCES, the expected ids from search.greedy_decode."""
+    from course_utils.search import greedy_decode
     model = _greedy_model()
     cases = []
     for ids in GREEDY_SOURCES:
@@ -121,8 +121,8 @@ def _greedy_cases() -> list[tuple[torch.Tensor, list[int]]]:
 def check_greedy_decode(student_fn: Callable[..., list[int]]) -> None:
     """Check `student_fn(model, src_ids (S,), max_length) -> list of output ids`, greedy decoding written as a
     loop over model.encode and model.decoder.step (start from SOS, feed back each argmax, stop after EOS or
-    max_length tokens, EOS included in the output), against decode.greedy_decode on a seeded tiny model.
-    Calling decode.greedy_decode or decode.beam_search fails the check. Introduced in notebook 05 (exercise:
+    max_length tokens, EOS included in the output), against search.greedy_decode on a seeded tiny model.
+    Calling search.greedy_decode or search.beam_search fails the check. Introduced in notebook 05 (exercise:
     greedy decoding by hand).
     """
     exercise = "greedy_decode"
@@ -160,7 +160,7 @@ def check_greedy_decode(student_fn: Callable[..., list[int]]) -> None:
                    "(state = out.state) into the next step")
         raise AssertionError(f"{exercise}: for src_ids {src_ids.tolist()} you produced {got}, greedy_decode "
                              f"produced {expected}. Hint: {why}.")
-    passed(exercise, f"your loop equals decode.greedy_decode on all {len(cases)} sentences (ending with EOS or "
+    passed(exercise, f"your loop equals search.greedy_decode on all {len(cases)} sentences (ending with EOS or "
                      f"cut at max_length = {GREEDY_MAX_LENGTH}).")
 
 

@@ -9,15 +9,16 @@ from collections.abc import Callable
 import torch
 
 from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.search import beam_step
 
 BEAM_STEP_CASES = ((1, 3), (3, 3), (4, 2), (2, 1))  # (open hypotheses N, open slots): the beam shrinks as some end
 SAMPLING_SETTINGS = ((1.0, None), (0.5, None), (2.0, 3), (1.0, 1))  # (temperature, top_k)
 REPLACE_FORBIDDEN = ("course_utils.translate.replace_unknown_words",)
-VOCAB = 9  # V of the checkers' made-up distributions; ids 0 and 1 (PAD, SOS) are forbidden (-inf) as in decode
+VOCAB = 9  # V of the checkers' made-up distributions; ids 0 and 1 (PAD, SOS) are forbidden (-inf) as in search
 
 
 def _log_probs(rows: int, seed: int) -> torch.Tensor:
-    """Seeded next-token log-probabilities (rows, V) with PAD and SOS at -inf, like decode.forbid_special_tokens."""
+    """Seeded next-token log-probabilities (rows, V) with PAD and SOS at -inf, like search.forbid_special_tokens."""
     generator = torch.Generator().manual_seed(seed)
     log_probs = torch.log_softmax(torch.randn(rows, VOCAB, generator=generator) * 2, dim=-1)  # (rows, V)
     log_probs[:, :2] = -math.inf
@@ -69,16 +70,9 @@ def check_sampling_distribution(student_fn: Callable[..., torch.Tensor]) -> None
                      "(top_k=1 leaves one token: greedy).")
 
 
-def _beam_step(alive_log_probs: torch.Tensor, step_log_probs: torch.Tensor, open_slots: int):
-    """The reference: the `open_slots` best (prefix + next token) over the N x V candidates."""
-    candidates = (alive_log_probs.unsqueeze(1) + step_log_probs).reshape(-1)  # (N, 1) + (N, V) -> (N * V,)
-    top_log_probs, index = candidates.topk(open_slots)  # (n,)
-    return top_log_probs, index // step_log_probs.size(1), index % step_log_probs.size(1)
-
-
 def check_beam_step(student_fn: Callable[..., tuple]) -> None:
     """Check `student_fn(alive_log_probs (N,), step_log_probs (N, V), open_slots) -> (top_log_probs (n,),
-    parents (n,), tokens (n,))`, one step of decode.beam_search: score all N x V extensions by total log-probability
+    parents (n,), tokens (n,))`, one step of search.beam_search: score all N x V extensions by total log-probability
     and keep the `open_slots` best, best first; parents[i] is the hypothesis extended, tokens[i] the new token.
     Introduced in notebook 07 (exercise: one beam step).
     """
@@ -93,7 +87,7 @@ def check_beam_step(student_fn: Callable[..., tuple]) -> None:
         return
     for alive, step_log_probs, slots in cases:
         got = call_student(exercise, student_fn, (alive, step_log_probs, slots), hint)
-        expected = _beam_step(alive, step_log_probs, slots)
+        expected = beam_step(alive, step_log_probs, slots)
         where = f"N={len(alive)} open hypotheses, V={VOCAB}, open_slots={slots}"
         expect(isinstance(got, (tuple, list)) and len(got) == 3,
                f"{exercise}: ({where}) you returned {type(got).__name__}; expected three tensors (top_log_probs, "
@@ -115,7 +109,7 @@ def check_beam_step(student_fn: Callable[..., tuple]) -> None:
                and tokens.tolist() == expected[2].tolist(),
                f"{exercise}: ({where}) you kept (parent, token) {list(zip(parents.tolist(), tokens.tolist()))}, "
                f"expected {list(zip(expected[1].tolist(), expected[2].tolist()))} (best first). Hint: {hint}.")
-    passed(exercise, f"your step equals decode.beam_search's on all {len(cases)} cases (a first step with N=1, and "
+    passed(exercise, f"your step equals search.beam_search's on all {len(cases)} cases (a first step with N=1, and "
                      "a beam that shrank after hypotheses ended).")
 
 

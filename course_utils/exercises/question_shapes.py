@@ -150,7 +150,7 @@ def nb05_loss() -> Shapes:
 
 def nb05_greedy() -> Shapes:
     """The shapes notebook 05's question on greedy asks for. Used by the package, not a notebook."""
-    from course_utils.decode import greedy_decode
+    from course_utils.search import greedy_decode
     from course_utils.vocab import EOS_ID
 
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
@@ -177,7 +177,7 @@ def nb06_forced() -> Shapes:
 # ------------------------------------------------------------------------------------------- 07 decoding
 def nb07_beam_step() -> Shapes:
     """The shapes notebook 07's question on beam step asks for. Used by the package, not a notebook."""
-    from course_utils.decode import forbid_special_tokens
+    from course_utils.search import forbid_special_tokens
     from course_utils.vocab import SOS_ID
 
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=32)
@@ -195,7 +195,7 @@ def nb07_beam_step() -> Shapes:
 
 def nb07_sample() -> Shapes:
     """The shapes notebook 07's question on sample asks for. Used by the package, not a notebook."""
-    from course_utils.decode import sample_decode
+    from course_utils.search import sample_decode
 
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
     src_ids, _ = _padded([6], 20)

@@ -189,7 +189,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "shape (), the mean negative log-probability over the real target tokens only "
                "(`ignore_index=PAD_ID`).",
                ((8, 7), (8,), ()), question_shapes.nb05_loss),
-        _shape("05", "`decode.greedy_decode(model, src, src_lengths, max_length=6)` runs on 3 sentences, `src` (3, 5), "
+        _shape("05", "`search.greedy_decode(model, src, src_lengths, max_length=6)` runs on 3 sentences, `src` (3, 5), "
                      "with a Bahdanau model and 40 target words, and no row produces `<eos>` before the cap. What "
                      "shapes have `tokens`, `lengths`, `attention` and `log_prob`?",
                "`tokens` (3, 6), `lengths` (3,), `attention` (3, 6, 5) and `log_prob` (3,): one row per sentence, "

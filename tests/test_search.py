@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from course_utils import decode
+from course_utils import search
 from course_utils.data import MAX_LENGTH
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
@@ -35,8 +35,8 @@ def test_greedy_equals_beam_width_one(tiny_course_data, attention):
     model = small_model(tiny_course_data, attention)
     for pair in tiny_course_data.splits.train[:6]:
         src = torch.tensor(tiny_course_data.src_vocab.encode(pair.source))
-        greedy = decode.greedy_decode(model, src.unsqueeze(0), torch.tensor([len(src)]))
-        (beam,) = decode.beam_search(model, src, beam_width=1)
+        greedy = search.greedy_decode(model, src.unsqueeze(0), torch.tensor([len(src)]))
+        (beam,) = search.beam_search(model, src, beam_width=1)
         assert beam.tokens == greedy.tokens[0, :int(greedy.lengths[0])].tolist()
         assert beam.log_prob == pytest.approx(float(greedy.log_prob[0]), abs=1e-4)
         if attention == "none":
@@ -49,7 +49,7 @@ def test_greedy_equals_beam_width_one(tiny_course_data, attention):
 def test_beam_returns_width_hypotheses_sorted_with_attention(tiny_course_data, attention):
     model = small_model(tiny_course_data, attention, seed=1)
     src = torch.tensor(tiny_course_data.src_vocab.encode("je suis fatigue ."))
-    hypotheses = decode.beam_search(model, src, beam_width=4, length_penalty=1.0)
+    hypotheses = search.beam_search(model, src, beam_width=4, length_penalty=1.0)
     assert len(hypotheses) == 4
     scores = [h.score for h in hypotheses]
     assert scores == sorted(scores, reverse=True)
@@ -70,8 +70,8 @@ def test_beam_with_larger_width_never_finds_a_worse_best_log_prob_than_greedy_wh
         model.decoder.out.bias[EOS_ID] += 0.2  # the untrained model then ends greedy outputs after 2 to 6 words
     for pair in tiny_course_data.splits.train[:5]:
         src = torch.tensor(tiny_course_data.src_vocab.encode(pair.source))
-        (greedy,) = decode.beam_search(model, src, beam_width=1, length_penalty=0.0)
-        best = decode.beam_search(model, src, beam_width=5, length_penalty=0.0)[0]
+        (greedy,) = search.beam_search(model, src, beam_width=1, length_penalty=0.0)
+        best = search.beam_search(model, src, beam_width=5, length_penalty=0.0)[0]
         assert greedy.finished and len(greedy.tokens) > 1  # the comparison below is between finished outputs
         assert best.finished and best.log_prob >= greedy.log_prob - 1e-5
 
@@ -80,7 +80,7 @@ def test_greedy_stops_at_eos_and_pads_after_it(tiny_course_data):
     model = small_model(tiny_course_data)
     force_output_bias(model, EOS_ID)
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue .", "il est grand ."])
-    output = decode.greedy_decode(model, src, lengths)
+    output = search.greedy_decode(model, src, lengths)
     assert output.tokens.tolist() == [[EOS_ID], [EOS_ID]]
     assert output.lengths.tolist() == [1, 1]
     assert output.attention.shape == (2, 1, src.shape[1])
@@ -92,19 +92,19 @@ def test_length_cap_follows_each_source_length_not_max_length(tiny_course_data):
     force_output_bias(model, word)  # never produces EOS: only the cap stops it
     long_sentence = " ".join(["je suis fatigue"] * 8) + " ."  # 25 words, far over MAX_LENGTH
     src, lengths = batch_of(tiny_course_data, ["il est grand .", long_sentence])
-    output = decode.greedy_decode(model, src, lengths)
-    caps = decode.default_max_lengths(lengths)
+    output = search.greedy_decode(model, src, lengths)
+    caps = search.default_max_lengths(lengths)
     assert output.lengths.tolist() == caps.tolist()
     assert caps[1] > caps[0] > 0 and caps[1] > MAX_LENGTH
     assert (output.tokens[0, int(caps[0]):] == PAD_ID).all()  # the short row stopped, then padded
-    assert decode.greedy_decode(model, src, lengths, max_length=3).tokens.shape[1] == 3
+    assert search.greedy_decode(model, src, lengths, max_length=3).tokens.shape[1] == 3
 
 
 def test_pad_and_sos_are_never_produced(tiny_course_data):
     model = small_model(tiny_course_data)
     force_output_bias(model, PAD_ID)
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])
-    output = decode.greedy_decode(model, src, lengths, max_length=6)
+    output = search.greedy_decode(model, src, lengths, max_length=6)
     assert PAD_ID not in output.tokens[0, :int(output.lengths[0])].tolist()
     assert SOS_ID not in output.tokens[0].tolist()
 
@@ -112,9 +112,9 @@ def test_pad_and_sos_are_never_produced(tiny_course_data):
 def test_force_decode_reproduces_greedy_steps(tiny_course_data):
     model = small_model(tiny_course_data, "concat")
     src = torch.tensor(tiny_course_data.src_vocab.encode("je suis fatigue ."))
-    greedy = decode.greedy_decode(model, src.unsqueeze(0), torch.tensor([len(src)]))
+    greedy = search.greedy_decode(model, src.unsqueeze(0), torch.tensor([len(src)]))
     output = greedy.tokens[0, :int(greedy.lengths[0])]
-    forced = decode.force_decode(model, src, output)
+    forced = search.force_decode(model, src, output)
     assert forced.log_probs.shape == (len(output), len(tiny_course_data.tgt_vocab))
     allowed = forced.log_probs.index_fill(1, torch.tensor([PAD_ID, SOS_ID]), float("-inf"))
     assert allowed.argmax(dim=1).tolist() == output.tolist()
@@ -128,15 +128,15 @@ def test_greedy_scores_a_sentence_the_same_alone_and_in_a_batch(tiny_course_data
     model = small_model(tiny_course_data, attention, seed=3)  # untrained: each row runs to its own length cap
     sentences = ["va !", "je suis fatigue .", "il est grand .", " ".join(["je suis fatigue"] * 4) + " ."]
     src, lengths = batch_of(tiny_course_data, sentences)
-    batched = decode.greedy_decode(model, src, lengths)
+    batched = search.greedy_decode(model, src, lengths)
     assert len(set(batched.lengths.tolist())) > 1  # the rows really end at different steps
     for row, sentence in enumerate(sentences):
         alone_src, alone_lengths = batch_of(tiny_course_data, [sentence])
-        alone = decode.greedy_decode(model, alone_src, alone_lengths)
+        alone = search.greedy_decode(model, alone_src, alone_lengths)
         length = int(alone.lengths[0])
         assert batched.tokens[row, :length].tolist() == alone.tokens[0, :length].tolist()
         assert float(batched.log_prob[row]) == pytest.approx(float(alone.log_prob[0]), abs=1e-4)
-        forced = decode.force_decode(model, alone_src[0], alone.tokens[0, :length])  # log P of exactly these tokens
+        forced = search.force_decode(model, alone_src[0], alone.tokens[0, :length])  # log P of exactly these tokens
         expected = forced.log_probs.gather(1, alone.tokens[0, :length].unsqueeze(1)).sum()
         assert float(alone.log_prob[0]) == pytest.approx(float(expected), abs=1e-4)
 
@@ -146,9 +146,9 @@ def test_greedy_scores_a_sentence_the_same_alone_and_in_a_batch(tiny_course_data
 def test_sampling_with_top_k_one_or_a_tiny_temperature_is_greedy(tiny_course_data, attention):
     model = small_model(tiny_course_data, attention, seed=5)
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue .", "il est grand .", "va !"])
-    greedy = decode.greedy_decode(model, src, lengths)
+    greedy = search.greedy_decode(model, src, lengths)
     for settings in (dict(top_k=1, temperature=2.0), dict(temperature=1e-4), dict(temperature=0.0)):
-        sampled = decode.sample_decode(model, src, lengths, generator=torch.Generator().manual_seed(0), **settings)
+        sampled = search.sample_decode(model, src, lengths, generator=torch.Generator().manual_seed(0), **settings)
         assert sampled.tokens.equal(greedy.tokens) and sampled.lengths.equal(greedy.lengths), settings
         torch.testing.assert_close(sampled.log_prob, greedy.log_prob)
         if attention == "none":
@@ -160,7 +160,7 @@ def test_sampling_with_top_k_one_or_a_tiny_temperature_is_greedy(tiny_course_dat
 def test_sampling_is_reproducible_with_a_seed_and_varies_without_one(tiny_course_data):
     model = small_model(tiny_course_data, seed=6)
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."] * 8)
-    draw = lambda seed, **kw: decode.sample_decode(model, src, lengths, generator=torch.Generator().manual_seed(seed),
+    draw = lambda seed, **kw: search.sample_decode(model, src, lengths, generator=torch.Generator().manual_seed(seed),
                                                    **kw)
     first, again = draw(3), draw(3)
     assert first.tokens.equal(again.tokens) and first.log_prob.equal(again.log_prob)
@@ -168,7 +168,7 @@ def test_sampling_is_reproducible_with_a_seed_and_varies_without_one(tiny_course
     assert not draw(4).tokens.equal(first.tokens)
     for row in range(8):  # log_prob is the model's own log-probability of the drawn tokens (forced decoding)
         output = first.tokens[row, :int(first.lengths[row])]
-        forced = decode.force_decode(model, src[row, :int(lengths[row])], output)
+        forced = search.force_decode(model, src[row, :int(lengths[row])], output)
         assert float(first.log_prob[row]) == pytest.approx(float(forced.log_probs.gather(1, output[:, None]).sum()),
                                                            abs=1e-4)
 
@@ -176,18 +176,18 @@ def test_sampling_is_reproducible_with_a_seed_and_varies_without_one(tiny_course
 def test_sampling_with_top_k_draws_only_among_the_k_best_and_never_pad_or_sos(tiny_course_data):
     model = small_model(tiny_course_data, seed=7)
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."] * 16)
-    sampled = decode.sample_decode(model, src, lengths, temperature=5.0, top_k=3, max_length=1,
+    sampled = search.sample_decode(model, src, lengths, temperature=5.0, top_k=3, max_length=1,
                                    generator=torch.Generator().manual_seed(1))  # one step: the first token
     memory, state = model.encode(src[:1], lengths[:1])
     with torch.no_grad():
         first_step = model.decoder.step(torch.tensor([SOS_ID]), state, memory).log_probs[0]  # (V,)
-    allowed = set(decode.forbid_special_tokens(first_step).topk(3).indices.tolist())
+    allowed = set(search.forbid_special_tokens(first_step).topk(3).indices.tolist())
     assert set(sampled.tokens[:, 0].tolist()) <= allowed and len(set(sampled.tokens[:, 0].tolist())) > 1
     assert not {PAD_ID, SOS_ID} & set(sampled.tokens.flatten().tolist())
     with pytest.raises(ValueError, match="temperature"):
-        decode.sample_decode(model, src, lengths, temperature=-1.0)
+        search.sample_decode(model, src, lengths, temperature=-1.0)
     with pytest.raises(ValueError, match="top_k"):
-        decode.sample_decode(model, src, lengths, top_k=0)
+        search.sample_decode(model, src, lengths, top_k=0)
 
 
 def test_decoding_asks_the_decoder_whether_the_source_fits(tiny_course_data, monkeypatch):
@@ -195,9 +195,9 @@ def test_decoding_asks_the_decoder_whether_the_source_fits(tiny_course_data, mon
     asked = []
     monkeypatch.setattr(model.decoder, "check_source_length", asked.append)  # the decoder owns the rule
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])
-    decode.greedy_decode(model, src, lengths, max_length=2)
-    decode.beam_search(model, src[0], beam_width=2, max_length=2)
-    decode.force_decode(model, src[0], torch.tensor([EOS_ID]))
+    search.greedy_decode(model, src, lengths, max_length=2)
+    search.beam_search(model, src[0], beam_width=2, max_length=2)
+    search.force_decode(model, src[0], torch.tensor([EOS_ID]))
     assert asked == [src.shape[1]] * 3
 
 
@@ -207,7 +207,16 @@ def test_location_model_refuses_a_long_source_before_decoding(tiny_course_data):
                          hidden_size=8, max_length=3)
     model = Seq2Seq(config).eval()
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])  # 5 tokens with EOS, 3 slots
-    for run in (lambda: decode.greedy_decode(model, src, lengths), lambda: decode.beam_search(model, src[0]),
-                lambda: decode.force_decode(model, src[0], torch.tensor([EOS_ID]))):
+    for run in (lambda: search.greedy_decode(model, src, lengths), lambda: search.beam_search(model, src[0]),
+                lambda: search.force_decode(model, src[0], torch.tensor([EOS_ID]))):
         with pytest.raises(ValueError, match="location attention.*max_length=3.*S=5"):
             run()
+
+
+def test_beam_step_keeps_the_best_whole_hypotheses_and_names_parent_and_token():
+    alive = torch.tensor([-2.0, -0.1])  # the second prefix is far more probable
+    step = torch.log(torch.tensor([[0.9, 0.1, 0.0], [0.2, 0.3, 0.5]]))  # (N=2, V=3)
+    values, parents, tokens = search.beam_step(alive, step, 2)
+    assert list(zip(parents.tolist(), tokens.tolist())) == [(1, 2), (1, 1)]  # not (0, 0): whole hypotheses rank
+    torch.testing.assert_close(values, alive[1] + step[1, [2, 1]])
+    assert len(search.beam_step(alive, step, 10)[0]) == 6  # never more than the N x V candidates

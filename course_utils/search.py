@@ -31,8 +31,8 @@ from torch import Tensor
 from course_utils.runtime import eval_mode
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
-__all__ = ["LENGTH_RATIO", "LENGTH_MARGIN", "default_max_lengths", "forbid_special_tokens", "GreedyOutput",
-           "greedy_decode", "sample_decode", "Hypothesis", "beam_search", "ForcedDecode", "force_decode"]
+__all__ = ["LENGTH_RATIO", "LENGTH_MARGIN", "default_max_lengths", "forbid_special_tokens", "DecodedBatch",
+           "greedy_decode", "sample_decode", "Hypothesis", "beam_step", "beam_search", "ForcedDecode", "force_decode"]
 
 # Default output length cap: a translation may be at most `LENGTH_RATIO * source length + LENGTH_MARGIN` tokens
 # (EOS included). French->English sentences of the course are about as long as their sources, so this never cuts a
@@ -82,9 +82,10 @@ def _step_weights(weights: Tensor | None, source_length: int) -> Tensor | None:
     return weights[..., :source_length]  # (B, S) location attention has max_length slots; keep the first S
 
 
-# ----------------------------------------------------------------------------------------------------- greedy
-class GreedyOutput(NamedTuple):
-    """Result of `greedy_decode` and `sample_decode`.
+# ------------------------------------------------------------------------------------------ greedy and sampling
+class DecodedBatch(NamedTuple):
+    """Result of the batched loop that `greedy_decode` and `sample_decode` share (they differ only in how the next
+    token is chosen).
 
     tokens:    (B, T) long, output ids; EOS included where produced, PAD after it.
     lengths:   (B,) long, tokens per row (EOS included when produced).
@@ -101,7 +102,7 @@ class GreedyOutput(NamedTuple):
 
 
 @torch.no_grad()
-def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | None = None) -> GreedyOutput:
+def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | None = None) -> DecodedBatch:
     """Batched greedy decoding: at every step feed back the most probable token; stop each row at EOS.
 
     PAD and SOS are never chosen (they are never targets). The model runs in eval mode (its previous mode is
@@ -114,7 +115,7 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | Non
         max_length: cap on output tokens (EOS included) for every row; None derives one cap per sentence from its
             source length (`default_max_lengths`), so long sentences are not cut at the corpus' MAX_LENGTH.
     Returns:
-        GreedyOutput(tokens (B, T), lengths (B,), attention (B, T, S) or None, log_prob (B,)).
+        DecodedBatch(tokens (B, T), lengths (B,), attention (B, T, S) or None, log_prob (B,)).
 
     Introduced in notebook 05.
     """
@@ -123,7 +124,7 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | Non
 
 @torch.no_grad()
 def sample_decode(model, src: Tensor, src_lengths: Tensor, temperature: float = 1.0, top_k: int | None = None,
-                  generator: torch.Generator | None = None, max_length: int | None = None) -> GreedyOutput:
+                  generator: torch.Generator | None = None, max_length: int | None = None) -> DecodedBatch:
     """Batched random sampling: at every step draw the next token from softmax(log_probs / temperature), cut to
     the `top_k` most probable tokens when given; feed it back; stop each row at EOS.
 
@@ -138,7 +139,7 @@ def sample_decode(model, src: Tensor, src_lengths: Tensor, temperature: float = 
         top_k: None (the whole vocabulary) or k >= 1.
         generator: the random source.
     Returns:
-        GreedyOutput(tokens (B, T), lengths (B,), attention (B, T, S) or None, log_prob (B,)).
+        DecodedBatch(tokens (B, T), lengths (B,), attention (B, T, S) or None, log_prob (B,)).
 
     Introduced in notebook 07.
     """
@@ -158,7 +159,7 @@ def sample_decode(model, src: Tensor, src_lengths: Tensor, temperature: float = 
 
 
 def _decode_loop(model, src: Tensor, src_lengths: Tensor, max_length: int | None,
-                 choose: Callable[[Tensor], Tensor]) -> GreedyOutput:
+                 choose: Callable[[Tensor], Tensor]) -> DecodedBatch:
     """The batched loop of greedy and sampling: `choose(log_probs (B, V)) -> next tokens (B,)` at every step."""
     if src.dim() != 2:
         raise ValueError(f"src must be (B, S) ids, got shape {tuple(src.shape)}; add a batch dimension with "
@@ -195,7 +196,7 @@ def _decode_loop(model, src: Tensor, src_lengths: Tensor, max_length: int | None
             if bool(finished.all()):
                 break
     attention = torch.stack(weights, dim=1) if weights else None  # (B, T, S)
-    return GreedyOutput(torch.stack(tokens, dim=1), lengths.cpu(), attention, log_prob.cpu())  # tokens (B, T)
+    return DecodedBatch(torch.stack(tokens, dim=1), lengths.cpu(), attention, log_prob.cpu())  # tokens (B, T)
 
 
 # ------------------------------------------------------------------------------------------------------ beam
@@ -218,9 +219,35 @@ class Hypothesis(NamedTuple):
     finished: bool
 
 
+def beam_step(alive_log_probs: Tensor, step_log_probs: Tensor, open_slots: int) -> tuple[Tensor, Tensor, Tensor]:
+    """One step of the beam: score all N x V extensions by total log-probability and keep the `open_slots` best.
+
+    Args:
+        alive_log_probs: (N,) total log-probability of each open hypothesis.
+        step_log_probs: (N, V) next-token log-probabilities after each of them.
+        open_slots: how many extensions survive (fewer when there are fewer than N x V candidates).
+    Returns:
+        (top_log_probs (n,), parents (n,), tokens (n,)), best first: hypothesis `parents[i]` extended by `tokens[i]`.
+
+    Introduced in notebook 07 (the exercise "one beam step" is checked against it).
+    """
+    vocab_size = step_log_probs.size(-1)
+    candidates = (alive_log_probs.unsqueeze(1) + step_log_probs).reshape(-1)  # (N, 1) + (N, V) -> (N * V,)
+    top_log_probs, index = candidates.topk(min(open_slots, candidates.numel()))  # (n,)
+    return top_log_probs, torch.div(index, vocab_size, rounding_mode="floor"), index % vocab_size
+
+
 def _normalised(log_prob: float, length: int, length_penalty: float) -> float:
     """Length normalisation: divide the summed log-probability by length ** length_penalty (0 = none)."""
     return log_prob / (max(length, 1) ** length_penalty)
+
+
+def _extend_weights(alive_weights: Tensor | None, step_weights: Tensor | None, parents: Tensor) -> Tensor | None:
+    """Each surviving hypothesis's attention rows: its parent's (N, t, S) plus the parent's new row -> (n, t+1, S)."""
+    if step_weights is None:  # a model without attention
+        return None
+    new_row = step_weights[parents].unsqueeze(1)  # (n, 1, S)
+    return new_row if alive_weights is None else torch.cat([alive_weights[parents], new_row], dim=1)
 
 
 @torch.no_grad()
@@ -271,19 +298,10 @@ def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None 
 
         for _ in range(cap):
             step = model.decoder.step(prev_tokens, state, memory)
-            vocab_size = step.log_probs.size(-1)
-            candidates = (alive_log_probs.unsqueeze(1) + forbid_special_tokens(step.log_probs)).reshape(-1)  # (N * V,)
-            open_slots = beam_width - len(done)
-            top_log_probs, top_index = candidates.topk(min(open_slots, candidates.numel()))  # (n,)
-            parents = torch.div(top_index, vocab_size, rounding_mode="floor")  # (n,)
-            next_tokens = top_index % vocab_size  # (n,)
+            top_log_probs, parents, next_tokens = beam_step(
+                alive_log_probs, forbid_special_tokens(step.log_probs), beam_width - len(done))  # (n,) each
             tokens = torch.cat([alive_tokens[parents], next_tokens.unsqueeze(1)], dim=1)  # (n, t+1)
-            step_weights = _step_weights(step.weights, source_length)
-            weights = None
-            if step_weights is not None:
-                new_row = step_weights[parents].unsqueeze(1)  # (n, 1, S)
-                weights = new_row if alive_weights is None else torch.cat(
-                    [alive_weights[parents], new_row], dim=1)  # (n, t+1, S)
+            weights = _extend_weights(alive_weights, _step_weights(step.weights, source_length), parents)
 
             ended = next_tokens == EOS_ID  # (n,)
             for i in ended.nonzero().flatten().tolist():
