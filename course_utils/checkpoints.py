@@ -22,9 +22,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
+from torch import nn
 
 from course_utils.runtime import resolve_device
 from course_utils.seq2seq import ModelConfig, Seq2Seq
@@ -255,51 +256,72 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
     missing = [key for key in REQUIRED_KEYS if key not in payload]
     if missing:
         raise CheckpointError(f"{path} is an incomplete checkpoint: it lacks {', '.join(missing)}; {redo}")
+    try:
+        saved = _saved_settings(payload, src_vocab, tgt_vocab, config)
+        model = Seq2Seq(saved.model_config)
+        _load_weights(model, payload["state_dict"])
+    except CheckpointError as error:  # its message completes "<the file> ..."
+        raise CheckpointError(f"{path} {error}; {redo}") from None
+    model.to(target).eval()
+    return TrainedModel(str(payload["name"]), model, saved.src_vocab, saved.tgt_vocab, saved.model_config,
+                        saved.train_config, saved.history, bool(payload.get("fast", False)))
+
+
+class _SavedSettings(NamedTuple):
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    model_config: ModelConfig
+    train_config: TrainConfig
+    history: History
+
+
+def _saved_settings(payload: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | None,
+                    config: ModelConfig | None) -> _SavedSettings:
+    """A checkpoint's vocabularies, configurations and history, checked against the expected ones where given.
+    A CheckpointError's message completes "<the file> ..."."""
     if config is not None:
         problems = _differences(dataclasses.asdict(config), payload["model_config"])
         if problems:
-            raise CheckpointError(f"{path} was made with another model configuration: {'; '.join(problems)}. "
-                                  f"Build the model from the checkpoint's config, or {redo}")
+            raise CheckpointError(f"was made with another model configuration: {'; '.join(problems)} (build the "
+                                  "model from the checkpoint's config)")
     try:
         saved_vocabs = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
         history = History.from_dict(payload["history"])
     except (TypeError, ValueError, KeyError, AttributeError) as error:
-        raise CheckpointError(f"{path} holds a damaged vocabulary or history ({error}); {redo}") from error
+        raise CheckpointError(f"holds a damaged vocabulary or history ({error})") from error
     for which, expected, found in (("source", src_vocab, saved_vocabs[0]), ("target", tgt_vocab, saved_vocabs[1])):
         if expected is not None and expected != found:
-            raise CheckpointError(f"{path} was trained with another {which} vocabulary "
+            raise CheckpointError(f"was trained with another {which} vocabulary "
                                   f"({_vocab_difference(which, expected, found)}); the data settings (max_length, "
-                                  f"min_freq, seed, corpus) must match the training run's, or {redo}")
+                                  "min_freq, seed, corpus) must match the training run's")
     try:
         model_config = ModelConfig(**payload["model_config"])
         train_config = TrainConfig(**payload["train_config"])
     except TypeError as error:
-        raise CheckpointError(f"{path} has config fields this version of course_utils does not know ({error}); "
-                              f"{redo}") from error
+        raise CheckpointError(f"has config fields this version of course_utils does not know ({error})") from error
     except ValueError as error:  # e.g. an attention kind this version does not have
-        raise CheckpointError(f"{path} has a configuration this version of course_utils cannot build ({error}); "
-                              f"{redo}") from error
+        raise CheckpointError(f"has a configuration this version of course_utils cannot build ({error})") from error
     try:
         model_config.check_vocabularies(*saved_vocabs)
     except ValueError as error:
-        raise CheckpointError(f"{path}: {error}; {redo}") from error
-    state_dict = payload["state_dict"]
+        raise CheckpointError(f"does not fit its own vocabularies: {error}") from error
+    return _SavedSettings(*saved_vocabs, model_config, train_config, history)
+
+
+def _load_weights(model: nn.Module, state_dict: object) -> None:
+    """Load `state_dict` into `model` once it is a dict of finite tensors that fits: the one rule for translators
+    and classifiers. A CheckpointError's message completes "<the file> ..."."""
     if not isinstance(state_dict, dict) or not all(isinstance(value, torch.Tensor) for value in state_dict.values()):
-        raise CheckpointError(f"{path} holds no usable weights (state_dict is not a dict of tensors); {redo}")
+        raise CheckpointError("holds no usable weights (state_dict is not a dict of tensors)")
     broken = [key for key, value in state_dict.items()
               if value.is_floating_point() and not bool(torch.isfinite(value).all())]
     if broken:
-        raise CheckpointError(f"{path} has NaN or infinite weights in {len(broken)} tensor(s) (first: {broken[0]}); "
-                              f"training diverged: train again with a lower learning rate, or {redo}")
-    model = Seq2Seq(model_config)
+        raise CheckpointError(f"has NaN or infinite weights in {len(broken)} tensor(s) (first: {broken[0]}): "
+                              "training diverged (a lower learning rate helps)")
     try:
         model.load_state_dict(state_dict)
     except RuntimeError as error:
-        raise CheckpointError(f"{path}: the weights do not fit the model its config describes "
-                              f"({_first_sentence(error)}); {redo}") from error
-    model.to(target).eval()
-    return TrainedModel(str(payload["name"]), model, *saved_vocabs, model_config, train_config, history,
-                        bool(payload.get("fast", False)))
+        raise CheckpointError(f"holds weights that do not fit its config ({_first_sentence(error, 80)})") from None
 
 
 def classifier_from_payload(payload: object, config: ClassifierConfig, vocab: Vocab, fast: bool = False,
@@ -316,7 +338,6 @@ def classifier_from_payload(payload: object, config: ClassifierConfig, vocab: Vo
     try:
         other_config = _differences(dataclasses.asdict(config), payload["config"])
         saved_vocab, history, state = Vocab.from_dict(payload["vocab"]), list(payload["history"]), payload["state_dict"]
-        broken = [key for key, value in state.items() if value.is_floating_point() and not torch.isfinite(value).all()]
     except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as error:
         raise CheckpointError(f"holds a damaged classifier ({type(error).__name__}: {_first_sentence(error, 80)})"
                               ) from None
@@ -326,13 +347,8 @@ def classifier_from_payload(payload: object, config: ClassifierConfig, vocab: Vo
         if strict:
             raise CheckpointError(other)
         return None
-    if broken:
-        raise CheckpointError(f"has NaN or infinite weights in {len(broken)} tensor(s) (first: {broken[0]})")
     model = build_classifier(config, len(vocab))
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as error:
-        raise CheckpointError(f"holds weights that do not fit its config ({_first_sentence(error, 80)})") from None
+    _load_weights(model, state)
     return TrainedClassifier(model.eval(), vocab, config, history, fast)
 
 
