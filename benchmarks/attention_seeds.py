@@ -79,7 +79,7 @@ def run_one(recipe_name: str, seed: int, device: str, data=None) -> dict:
 
     Loads the course data when `data` is None.
     """
-    data = data or load_course_data(verbose=False)
+    data = data or load_course_data(log=None)
     recipe = get_recipe(recipe_name)
     config = recipe.train_config(seed=seed, device=device)
     torch.manual_seed(config.seed)  # the weights' initialisation, exactly as train_recipe
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
     if args.workers > 1:
         run_jobs(_worker, jobs, args.workers, keep)
     else:  # one process: the data is loaded once for all runs
-        data = load_course_data(verbose=False)
+        data = load_course_data(log=None)
         run_jobs(lambda job: run_one(*job, data), jobs, 1, keep)
     print(summary(records))
     print(f"written to {args.output}")

@@ -58,7 +58,7 @@ def count_flops(function) -> int:
 
 def load_data():
     from course_utils.data import load_course_data
-    return load_course_data(verbose=False)
+    return load_course_data(log=None)
 
 
 def id_pairs(pairs, src_vocab, tgt_vocab) -> list[tuple[list[int], list[int]]]:

@@ -50,7 +50,7 @@ def main() -> None:
     if args.recipe:
         from course_utils.recipes import load_or_train
 
-        trained = load_or_train(args.recipe, verbose=False)
+        trained = load_or_train(args.recipe, log=None)
     else:
         trained = random_lecture_model()
     ui = AttentionExplorer({"model": trained}, sentence=SENTENCE)

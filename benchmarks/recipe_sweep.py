@@ -65,7 +65,7 @@ def run_one(job: tuple[str, str, dict, int, str, int]) -> dict:
     """Train one (variant, seed) with train_recipe and score it on the dev split."""
     recipe_name, variant, settings, seed, device, threads = job
     torch.set_num_threads(threads)
-    data = load_course_data(verbose=False)
+    data = load_course_data(log=None)
     recipe = apply(get_recipe(recipe_name), settings)
     started = time.perf_counter()
     trained = train_recipe(recipe, data, progress=False, log=None, seed=seed, device=device)

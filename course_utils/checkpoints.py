@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 from torch import nn
 
-from course_utils.runtime import resolve_device
+from course_utils.runtime import Log, resolve_device
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
 from course_utils.translate import translate
@@ -35,7 +35,8 @@ from course_utils.vocab import Vocab
 
 __all__ = ["CHECKPOINT_FORMAT", "REQUIRED_KEYS", "CheckpointError", "TrainedModel", "save_checkpoint", "atomic_save",
            "check_writable", "fallback_locations", "save_checkpoint_or_fallback", "pickled_code",
-           "read_weights_only", "load_checkpoint", "classifier_from_payload", "load_classifier_checkpoint"]
+           "read_weights_only", "import_archive_on_cache_miss", "load_checkpoint", "classifier_from_payload",
+           "load_classifier_checkpoint"]
 
 if TYPE_CHECKING:
     from course_utils.classifier import ClassifierConfig, TrainedClassifier
@@ -206,6 +207,16 @@ def read_weights_only(path: str | os.PathLike, what: str, redo: str) -> object:
         why = (f"it holds pickled code, which torch.load(weights_only=True) refused: it calls {code}" if code else
                f"{type(error).__name__}: {_first_sentence(error)}")
         raise CheckpointError(f"{path} is not a readable {what} ({why}); {redo}") from error
+
+
+def import_archive_on_cache_miss(fast: bool, data, log: Log = print) -> list[str]:
+    """On a cache miss, before anything trains: import the models of the archive COURSE_MODELS_ARCHIVE names, when
+    set (cli.archive.import_from_env); returns the names written. The one call from the library into the tooling,
+    made lazily: the archive's format is defined with the recipes and classifiers, which import this module.
+    Raises cli.archive.ArchiveError when the archive is refused. Used by the package, not a notebook."""
+    from course_utils.cli.archive import import_from_env
+
+    return import_from_env(fast, data, log=log)
 
 
 def _differences(expected: dict, found: dict) -> list[str]:

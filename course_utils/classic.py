@@ -19,8 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.data import MAX_LENGTH
-from course_utils.vocab import EOS_ID, SOS_ID
+from course_utils.vocab import EOS_ID, MAX_LENGTH, SOS_ID
 
 __all__ = ["HIDDEN_SIZE", "LEARNING_RATE", "TEACHER_FORCING_RATIO", "STEPS", "ClassicEncoder", "ClassicAttnDecoder",
            "ClassicModel", "make_classic", "train_step", "ClassicRun", "train_classic", "classic_translate"]

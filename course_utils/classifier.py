@@ -25,11 +25,11 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.attention import DotAttention, masked_softmax
-from course_utils.checkpoints import atomic_save, load_classifier_checkpoint
+from course_utils.checkpoints import atomic_save, import_archive_on_cache_miss, load_classifier_checkpoint
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import Pair, load_course_data
 from course_utils.metrics import RationaleScores, rationale_scores
-from course_utils.runtime import course_seed, eval_mode, fast_mode
+from course_utils.runtime import Log, course_seed, eval_mode, fast_mode, reporter
 from course_utils.vocab import PAD_ID, UNK_ID, Vocab
 
 __all__ = ["SUBJECTS", "FRENCH_SUBJECTS", "CLASSIFIER_FORMAT", "FAST_CLASSIFIER", "subject_label", "gold_rationale",
@@ -354,7 +354,7 @@ def training_config(config: ClassifierConfig, fast: bool = False) -> ClassifierC
     return dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
 
 
-def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool = False, verbose: bool = True
+def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool = False, log: Log = print
                              ) -> TrainedClassifier:
     """`config`'s classifier, trained once on the course's train split and cached (atomically) at
     classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
@@ -362,14 +362,12 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
     miss, the archive COURSE_MODELS_ARCHIVE names (cli.archive) is imported first. A cached file that cannot be
     used (unreadable, pickled code, damaged: load_classifier_checkpoint) raises CheckpointError; retrain=True
     replaces it. Introduced in notebook 08."""
-    fast, say = fast_mode(), print if verbose else (lambda *_: None)
-    data = load_course_data(verbose=False) if data is None else data
+    fast, say = fast_mode(), reporter(log)
+    data = load_course_data(log=None) if data is None else data
     path = classifier_path(config, fast)
     train_config = training_config(config, fast)
     if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        from course_utils.cli.archive import import_from_env
-
-        import_from_env(fast, data, log=say)
+        import_archive_on_cache_miss(fast, data, log)
     if path.exists() and not retrain:
         trained = load_classifier_checkpoint(path, train_config, data.src_vocab, fast)
         if trained is not None:
@@ -378,7 +376,7 @@ def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool 
         say(f"{display_path(path)} was made with another config or vocabulary: training again")
     say(f"Training {config.name}{' in fast mode' if fast else ''}; it will be cached at {display_path(path)}")
     model = build_classifier(train_config, len(data.src_vocab))
-    history = train_classifier(model, data.splits.train, data.src_vocab, train_config, log=say if verbose else None)
+    history = train_classifier(model, data.splits.train, data.src_vocab, train_config, log=log)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_save({"format": CLASSIFIER_FORMAT, "config": dataclasses.asdict(train_config),
                  "vocab": data.src_vocab.to_dict(), "history": history,

@@ -27,18 +27,15 @@ from torch.nn.utils.rnn import pad_sequence
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from course_utils.corpus import CorpusError, display_path, find_corpus, read_corpus_lines
+from course_utils.runtime import Log, reporter
+from course_utils.vocab import MAX_LENGTH, PAD_ID, Vocab
 
-# The special ids and tokens live in vocab (every `from ... import PAD_ID` reads them there); data keeps them as
-# attributes too, for the `data.Vocab` and `data.EOS_ID` that the exercises and notebooks still read.
-from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIAL_TOKENS, UNK_ID, Vocab  # noqa: F401
-
-__all__ = ["MAX_LENGTH", "ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair",
+__all__ = ["ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair",
            "read_pairs", "keep_pair", "filter_pairs", "Splits", "split_pairs", "tensor_from_sentence", "Batch",
            "TranslationDataset", "lengths_to_mask", "collate_batch", "BucketBatchSampler", "BUCKET_KEYS",
            "make_loader", "CourseData", "course_data_from_pairs", "load_course_data", "describe_course_data"]
 
 # ---------------------------------------------------------------------------------------------- constants
-MAX_LENGTH = 10  # keep pairs with FEWER than this many words on each side (the tutorial's filter)
 ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are", "you re ",
                 "we are", "we re ", "they are", "they re ")
 
@@ -318,10 +315,11 @@ def course_data_from_pairs(pairs: Sequence[Pair], seed: int = 0, min_freq: int =
 
 def load_course_data(reverse: bool = True, max_length: int | None = MAX_LENGTH,
                      prefixes: Sequence[str] | None = ENG_PREFIXES, seed: int = 0, min_freq: int = 1,
-                     path: str | os.PathLike | None = None, verbose: bool = True) -> CourseData:
+                     path: str | os.PathLike | None = None, log: Log = print) -> CourseData:
     """Find, read, normalise, filter and split the corpus; build the vocabularies from train.
 
-    `path` defaults to find_corpus(). With verbose, prints the read/kept counts, split and vocabulary sizes.
+    `path` defaults to find_corpus(). `log` (default print; None: silent) gets the read/kept counts, the split and
+    the vocabulary sizes.
     Introduced in notebook 01.
     """
     corpus_path = Path(path) if path is not None else find_corpus()
@@ -331,13 +329,13 @@ def load_course_data(reverse: bool = True, max_length: int | None = MAX_LENGTH,
         raise CorpusError(f"The filter kept none of the {len(lines):,} pairs of {display_path(corpus_path)}: "
                           f"loosen max_length={max_length} or prefixes, or check reverse={reverse}.")
     data = course_data_from_pairs(pairs, seed, min_freq, reverse, len(lines), corpus_path)
-    if verbose:
-        print(f"Read {data.lines_read:,} sentence pairs")
-        print(f"Kept {len(data.pairs):,} sentence pairs")
-        print(f"Split by source sentence (seed {seed}): train {len(data.splits.train):,}, "
-              f"dev {len(data.splits.dev):,}, test {len(data.splits.test):,} pairs")
-        print(f"Vocabulary sizes (train, with 4 special tokens): {data.src_vocab.name} {len(data.src_vocab):,}, "
-              f"{data.tgt_vocab.name} {len(data.tgt_vocab):,}")
+    say = reporter(log)
+    say(f"Read {data.lines_read:,} sentence pairs")
+    say(f"Kept {len(data.pairs):,} sentence pairs")
+    say(f"Split by source sentence (seed {seed}): train {len(data.splits.train):,}, "
+        f"dev {len(data.splits.dev):,}, test {len(data.splits.test):,} pairs")
+    say(f"Vocabulary sizes (train, with 4 special tokens): {data.src_vocab.name} {len(data.src_vocab):,}, "
+        f"{data.tgt_vocab.name} {len(data.tgt_vocab):,}")
     return data
 
 

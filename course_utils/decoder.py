@@ -9,10 +9,8 @@ search and beam search work for all of them:
     out = decoder(tgt_in (B, T), state, memory, teacher_forcing_ratio)  # all T steps -> (B, T, V), (B, T, S)
 
 The four decoders: DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's
-location-based exhibit), BahdanauDecoder (attend, then step) and LuongDecoder (step, then attend).
-With teacher_forcing_ratio == 1.0 Bahdanau's and Luong's `forward` take a fast path that moves work out of the
-step loop; `decode_steps` is the plain loop they are tested against. Given the targets' `lengths` (training passes
-them), the fast paths also skip the output layer at padded steps.
+location-based exhibit), BahdanauDecoder (attend, then step) and LuongDecoder (step, then attend). Bahdanau's and
+Luong's `forward` take fast paths (tested against the plain loop, `decode_steps`); not about search (`search`).
 """
 from typing import NamedTuple
 
@@ -21,16 +19,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from course_utils.attention import BahdanauAttention, make_attention
-from course_utils.vocab import PAD_ID
+from course_utils.vocab import MAX_LENGTH, PAD_ID
 
-__all__ = ["LOCATION_SLOTS", "Memory", "DecoderState", "StepOutput", "DecoderOutput", "Decoder", "DecoderRNN",
+__all__ = ["Memory", "DecoderState", "StepOutput", "DecoderOutput", "Decoder", "DecoderRNN",
            "AttnDecoderRNN", "BahdanauDecoder", "LuongDecoder"]
-
-# The 2017 tutorial's MAX_LENGTH, as the number of attention slots of its location decoder (AttnDecoderRNN). The
-# model core does not import the data pipeline, whose filter (data.MAX_LENGTH) keeps sources of fewer than 10
-# words, 10 tokens with EOS: so every kept sentence fits. tests/test_decoder.py pins the two equal.
-LOCATION_SLOTS = 10
-
 
 class Memory(NamedTuple):
     """What the decoder attends to, prepared once per sentence. Introduced in notebook 03."""
@@ -122,10 +114,8 @@ class Decoder(nn.Module):
     def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
                      teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
         """The plain step loop behind `forward` (see there); the Luong and Bahdanau fast paths are tested against it.
-
-        No value is read back to Python inside the loop (no .item(), no `if tensor`): on a GPU such a read waits for
-        every queued kernel, once per step. The coins therefore stay a tensor, and torch.where picks gold or argmax.
-        """
+        No value is read back to Python inside the loop (on a GPU each read waits for every queued kernel): the
+        coins stay a tensor, and torch.where picks gold or argmax."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         steps = tgt_in.shape[1]
         if 0.0 < teacher_forcing_ratio < 1.0:
@@ -176,13 +166,9 @@ class Decoder(nn.Module):
         return out.new_zeros(batch * steps, out.shape[-1]).index_copy(0, index, out).view(batch, steps, -1)
 
     def _gru_step(self, rnn_input: Tensor, hidden: Tensor) -> Tensor:
-        """One step of self.gru: rnn_input (B, I), hidden (B, H) -> new hidden (B, H).
-
-        On a GPU through torch.gru_cell (the function nn.GRUCell calls) on self.gru's own weights: the same
-        arithmetic, where a call of nn.GRU sets up a cuDNN sequence for every decoder step (the README measures the
-        gain). On the CPU through nn.GRU itself: the cell's backward sums the gradients in another order, equal only
-        up to rounding, and the stored models were trained this way.
-        """
+        """One step of self.gru: rnn_input (B, I), hidden (B, H) -> new hidden (B, H). On a GPU through
+        torch.gru_cell on self.gru's own weights (nn.GRU would set up a cuDNN sequence per step); on the CPU through
+        nn.GRU itself (the cell's backward sums in another order; the stored models were trained this way)."""
         if hidden.is_cuda:
             gru = self.gru
             return torch.gru_cell(rnn_input, hidden, gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0,
@@ -231,7 +217,7 @@ class AttnDecoderRNN(Decoder):
     `key_size` (default hidden_size) lets it follow a bidirectional encoder. Introduced in notebook 03.
     """
 
-    def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = LOCATION_SLOTS,
+    def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = MAX_LENGTH,
                  key_size: int | None = None):
         super().__init__()
         self.hidden_size, self.output_size, self.max_length = hidden_size, output_size, max_length

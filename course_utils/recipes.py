@@ -19,10 +19,16 @@ from pathlib import Path
 
 import torch
 
-from course_utils.checkpoints import CheckpointError, TrainedModel, load_checkpoint, save_checkpoint
+from course_utils.checkpoints import (
+    CheckpointError,
+    TrainedModel,
+    import_archive_on_cache_miss,
+    load_checkpoint,
+    save_checkpoint,
+)
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import CourseData, load_course_data
-from course_utils.runtime import course_seed, fast_mode
+from course_utils.runtime import Log, course_seed, fast_mode, reporter
 from course_utils.seq2seq import ModelConfig, Seq2Seq, count_parameters
 from course_utils.train import TrainConfig, train
 from course_utils.vocab import Vocab
@@ -216,7 +222,7 @@ def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress:
 
 
 def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, retrain: bool = False,
-                  progress: bool = True, verbose: bool = True) -> TrainedModel:
+                  progress: bool = True, log: Log = print) -> TrainedModel:
     """Recipe `name`, trained once and cached under data_dir()/models/ (git-ignored); loaded from there afterwards.
 
     In fast mode (environment COURSE_FAST=1) the recipe trains on a few hundred pairs for one epoch (seconds) and
@@ -227,7 +233,7 @@ def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, re
         data: CourseData (default: load_course_data() with the default settings).
         retrain: train even when a cached model exists (and overwrite it).
         progress: show tqdm bars while training.
-        verbose: print where the model comes from and how long training took.
+        log: gets where the model comes from and how long training took, and each epoch's line (None: silent).
     Returns:
         TrainedModel (model in eval mode, on the CPU).
     Raises:
@@ -240,13 +246,11 @@ def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, re
     recipe = get_recipe(name)
     fast = fast_mode()
     path = model_path(name, fast)
-    say = print if verbose else (lambda *_: None)
+    say = reporter(log)
     if data is None:
-        data = load_course_data(verbose=False)
+        data = load_course_data(log=None)
     if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        from course_utils.cli.archive import import_from_env
-
-        import_from_env(fast, data, log=say)
+        import_archive_on_cache_miss(fast, data, log)
     if path.exists() and not retrain:
         try:
             trained = load_checkpoint(path, data.src_vocab, data.tgt_vocab,
@@ -260,7 +264,7 @@ def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, re
     say(f"Training {name}{' in fast mode (COURSE_FAST=1)' if fast else ''}; "
         f"it will be cached at {display_path(path)}")
     started = time.perf_counter()
-    trained = train_recipe(recipe, data, fast=fast, progress=progress, log=say if verbose else None)
+    trained = train_recipe(recipe, data, fast=fast, progress=progress, log=log)
     trained.model.cpu()
     save_checkpoint(path, trained)
     say(f"Trained {name} ({count_parameters(trained.model):,} parameters) in {time.perf_counter() - started:.0f} s; "

@@ -18,7 +18,11 @@ import torch
 from torch import nn
 
 __all__ = ["FAST_ENV", "fast_mode", "DEVICE_FIX", "resolve_device", "eval_mode", "THREADS_ENV",
-           "MAX_DEFAULT_THREADS", "default_threads", "set_threads", "SEED_ENV", "course_seed"]
+           "MAX_DEFAULT_THREADS", "default_threads", "set_threads", "SEED_ENV", "course_seed", "Log", "reporter"]
+
+# Where progress lines go, in every function of the package that reports progress: `print` (their default), any
+# function of one string (a list's append, a logger), or None for silence. The one way progress is reported.
+Log = Callable[[str], None] | None
 
 FAST_ENV = "COURSE_FAST"  # COURSE_FAST=1: recipes train briefly (CI, smoke tests) and cache as "<name>-fast"
 
@@ -75,6 +79,15 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
 THREADS_ENV = "COURSE_THREADS"  # COURSE_THREADS=N: set_threads() uses N CPU threads
 MAX_DEFAULT_THREADS = 4  # the default never uses more: the course's small matrix products gain little past 4 threads
 _TORCH_DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice (one per physical core), before any change
+
+
+def reporter(log: Log) -> Callable[[str], None]:
+    """`log` itself, or a function that drops every line when `log` is None. Used by the package, not a notebook."""
+    return log if log is not None else _silent
+
+
+def _silent(_line: str) -> None:
+    pass
 
 
 def default_threads() -> int:

@@ -13,7 +13,6 @@ from torch import Tensor, nn
 
 from course_utils.attention import ATTENTION_SCORES, check_key_size
 from course_utils.decoder import (
-    LOCATION_SLOTS,
     AttnDecoderRNN,
     BahdanauDecoder,
     Decoder,
@@ -23,7 +22,7 @@ from course_utils.decoder import (
     Memory,
 )
 from course_utils.encoder import EncoderRNN
-from course_utils.vocab import SOS_ID
+from course_utils.vocab import MAX_LENGTH, SOS_ID
 
 __all__ = ["LUONG_SCORES", "ATTENTION_KINDS", "ModelConfig", "Seq2SeqOutput", "build_decoder", "Seq2Seq",
            "teacher_forced_input", "count_parameters"]
@@ -48,7 +47,7 @@ class ModelConfig:
     bidirectional: bool = False  # bidirectional encoder: keys become 2H, a tanh bridge maps 2H -> H
     dropout: float = 0.1  # dropout probability on embeddings and before the output layer
     input_feeding: bool = False  # Luong decoders only: feed the previous attentional state into the GRU
-    max_length: int = LOCATION_SLOTS  # location only: the number of attention slots (longest source it reads)
+    max_length: int = MAX_LENGTH  # location only: the number of attention slots (longest source it reads)
 
     def __post_init__(self):
         if self.attention not in ATTENTION_KINDS:

@@ -1,4 +1,5 @@
-"""Words and ids: the vocabulary of one language, with the four special tokens every model shares.
+"""Words and ids: the vocabulary of one language, with the four special tokens every model shares, and the
+tutorial's sentence-length limit (MAX_LENGTH) that both the data filter and the location decoder use.
 
     vocab = Vocab.build(["je suis fatigue .", "il est grand ."])   # ids 0-3 special, then words by frequency
     vocab.encode("je suis grand .")    # [4, 5, 9, 6, 2]: unknown words -> UNK_ID, EOS_ID appended
@@ -13,8 +14,13 @@ from collections.abc import Iterable, Sequence
 
 from torch import Tensor
 
-__all__ = ["PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID", "PAD_TOKEN", "SOS_TOKEN", "EOS_TOKEN", "UNK_TOKEN",
+__all__ = ["MAX_LENGTH", "PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID", "PAD_TOKEN", "SOS_TOKEN", "EOS_TOKEN", "UNK_TOKEN",
            "SPECIAL_TOKENS", "Vocab"]
+
+# The 2017 tutorial's MAX_LENGTH: the data filter keeps pairs with FEWER than this many words on each side
+# (data.filter_pairs), and the tutorial's location decoder has this many attention slots (decoder.AttnDecoderRNN),
+# so every kept source (at most 9 words + EOS) fits. Defined here, in the module both sides import.
+MAX_LENGTH = 10
 
 PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 PAD_TOKEN, SOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<sos>", "<eos>", "<unk>"

@@ -11,9 +11,8 @@ import torch
 from torch.testing import assert_close
 
 from course_utils import classic
-from course_utils.data import MAX_LENGTH
 from course_utils.decoder import AttnDecoderRNN
-from course_utils.vocab import EOS_ID, SOS_ID, Vocab
+from course_utils.vocab import EOS_ID, MAX_LENGTH, SOS_ID, Vocab
 
 H, V = 16, 13
 

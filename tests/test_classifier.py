@@ -231,7 +231,7 @@ def cached_bow(tiny_course_data, tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_FAST", "1")
     config = ClassifierConfig(kind="bow")
-    load_or_train_classifier(config, tiny_course_data, verbose=False)
+    load_or_train_classifier(config, tiny_course_data, log=None)
 
     def fail(*args, **kwargs):
         raise AssertionError("a cached classifier that cannot be used was silently trained over")
@@ -244,7 +244,7 @@ def refused(config, path, data, *words) -> str:
     cached file is left byte for byte as it was."""
     before = path.read_bytes()
     with pytest.raises(CheckpointError) as caught:
-        load_or_train_classifier(config, data, verbose=False)
+        load_or_train_classifier(config, data, log=None)
     message = str(caught.value)
     assert "\n" not in message and path.name in message and "retrain=True" in message and "delete" in message, message
     assert all(word in message for word in words), message
@@ -317,4 +317,4 @@ def test_course_seed_trains_another_run_of_a_classifier(tiny_course_data, tmp_pa
     monkeypatch.setenv("COURSE_FAST", "1")
     monkeypatch.setenv("COURSE_SEED", "4")
     config = ClassifierConfig(kind="bow")
-    assert load_or_train_classifier(config, tiny_course_data, verbose=False).config.seed == 4
+    assert load_or_train_classifier(config, tiny_course_data, log=None).config.seed == 4

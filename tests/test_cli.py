@@ -10,6 +10,7 @@ from course_utils import cli, data
 from course_utils.checkpoints import TrainedModel, load_checkpoint, save_checkpoint
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
+from course_utils.vocab import UNK_ID
 
 
 @pytest.fixture
@@ -366,7 +367,7 @@ def test_translate_replace_unk_copies_source_words_for_every_unk(tiny_course_dat
     model = Seq2Seq(config).eval()
     with torch.no_grad():
         model.decoder.out.bias.fill_(0.0)
-        model.decoder.out.bias[data.UNK_ID] = 100.0  # every output token is <unk>
+        model.decoder.out.bias[UNK_ID] = 100.0  # every output token is <unk>
     path = save_checkpoint(tmp_path / "unk.pt", TrainedModel("unk", model, tiny_course_data.src_vocab,
                                                              tiny_course_data.tgt_vocab, config, TrainConfig(),
                                                              History()))

@@ -221,7 +221,7 @@ def test_a_directory_as_corpus_is_named_a_directory(monkeypatch, tmp_path):
     with pytest.raises(CorpusError, match="is a directory, not a corpus file"):
         corpus.read_corpus_lines(tmp_path)
     with pytest.raises(CorpusError, match="is a directory"):
-        data.load_course_data(path=tmp_path, verbose=False)
+        data.load_course_data(path=tmp_path, log=None)
 
 
 def test_a_bad_course_data_dir_gives_a_corpus_error_not_a_traceback(monkeypatch, tmp_path):

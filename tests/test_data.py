@@ -189,12 +189,15 @@ def test_load_course_data_prints_counts(tiny_corpus_path, tiny_lines, tiny_pairs
     assert f"fra {len(course.src_vocab)}, eng {len(course.tgt_vocab)}" in out
     assert course.lines_read == len(tiny_lines) and course.pairs == tiny_pairs
     assert course.corpus_path == tiny_corpus_path and course.reverse
-    forward = data.load_course_data(path=tiny_corpus_path, reverse=False, verbose=False)
+    forward = data.load_course_data(path=tiny_corpus_path, reverse=False, log=None)
     assert capsys.readouterr().out == ""
     assert forward.pairs == [Pair(p.target, p.source) for p in tiny_pairs]
     assert forward.src_vocab.name == "eng"
     with pytest.raises(CorpusError, match="The filter kept none"):
-        data.load_course_data(path=tiny_corpus_path, prefixes=("xyz",), verbose=False)
+        data.load_course_data(path=tiny_corpus_path, prefixes=("xyz",), log=None)
+    lines = []
+    data.load_course_data(path=tiny_corpus_path, log=lines.append)  # any function of one line takes the report
+    assert capsys.readouterr().out == "" and lines[0] == f"Read {len(tiny_lines)} sentence pairs" and len(lines) == 4
 
 
 def test_cli_data_check_and_stats(monkeypatch, tiny_corpus_path, tiny_pairs, capsys):

@@ -234,7 +234,7 @@ def test_each_decoder_states_its_source_length_limit(kind):
 
 
 def test_location_default_slots_are_the_corpus_filter():
-    from course_utils.data import MAX_LENGTH
+    from course_utils.vocab import MAX_LENGTH
 
     assert AttnDecoderRNN(H, V).max_source_length == MAX_LENGTH  # every sentence the course keeps fits
 

@@ -52,7 +52,7 @@ def test_a_derived_corpus_is_valid_but_not_known(derived):
 def test_the_pipeline_keeps_its_invariants_on_a_derived_corpus(derived, monkeypatch):
     source_info, path, written = derived
     monkeypatch.setenv(corpus.CORPUS_ENV, str(path))
-    course = data.load_course_data(verbose=False)  # found through $COURSE_CORPUS, as the notebooks find it
+    course = data.load_course_data(log=None)  # found through $COURSE_CORPUS, as the notebooks find it
     assert course.corpus_path == path and course.lines_read == written
     check_general_invariants(course)
     if source_info.known == corpus.MIRROR_CORPUS:  # other counts than the mirror's, so nothing can pass by luck

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 import course_utils.exercises as exercises_package
 from course_utils import attention, data, exercises, loss, metrics, search, translate
 from course_utils.exercises import contract, solutions
+from course_utils.vocab import PAD_ID
 
 CHECKERS = sorted(name for name, obj in vars(exercises).items() if name.startswith("check_") and callable(obj))
 NOTEBOOK_MODULES = [info.name for info in pkgutil.iter_modules(exercises_package.__path__) if info.name[:2] == "nb"]
@@ -92,13 +93,13 @@ CHEATS = [  # checker, a solution that calls a forbidden function, the name in t
      "course_utils.attention.ScaledDotAttention"),
     ("check_masked_nll", lambda log_probs, tgt: loss.masked_nll_loss(log_probs, tgt),
      "course_utils.loss.masked_nll_loss"),
-    ("check_masked_nll", lambda log_probs, tgt: F.nll_loss(log_probs.transpose(1, 2), tgt, ignore_index=data.PAD_ID),
+    ("check_masked_nll", lambda log_probs, tgt: F.nll_loss(log_probs.transpose(1, 2), tgt, ignore_index=PAD_ID),
      "torch.nn.functional.nll_loss"),
-    ("check_masked_nll", lambda log_probs, tgt: torch.nn.NLLLoss(ignore_index=data.PAD_ID)(log_probs.transpose(1, 2),
+    ("check_masked_nll", lambda log_probs, tgt: torch.nn.NLLLoss(ignore_index=PAD_ID)(log_probs.transpose(1, 2),
                                                                                           tgt),
      "torch.nn.functional.nll_loss"),
     ("check_masked_nll",
-     lambda log_probs, tgt: F.cross_entropy(log_probs.transpose(1, 2), tgt, ignore_index=data.PAD_ID),
+     lambda log_probs, tgt: F.cross_entropy(log_probs.transpose(1, 2), tgt, ignore_index=PAD_ID),
      "torch.nn.functional.cross_entropy"),
     ("check_greedy_decode", greedy_with_package, "course_utils.search.greedy_decode"),
     ("check_greedy_decode", lambda model, src_ids, max_length: search.beam_search(model, src_ids, 1, max_length)[0],

@@ -5,26 +5,27 @@ import math
 
 import torch
 
-from course_utils import data, exercises
+from course_utils import exercises
 from course_utils.exercises import nb05_training, solutions
+from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
 
 def greedy_variant(model, src_ids, max_length, feed_back=True, keep_eos=True, stop=True, prefix=()):
     """Greedy decoding by hand; the keyword arguments switch on the usual mistakes."""
     memory, state = model.encode(src_ids.unsqueeze(0), torch.tensor([len(src_ids)]))  # src (1, S)
-    prev, output = torch.tensor([data.SOS_ID]), list(prefix)
+    prev, output = torch.tensor([SOS_ID]), list(prefix)
     for _ in range(max_length if stop else max_length + 3):
         step = model.decoder.step(prev, state, memory)
         token, state = step.log_probs.argmax(-1), step.state  # (1, V) -> (1,)
-        prev = token if feed_back else torch.tensor([data.SOS_ID])
-        if stop and token.item() == data.EOS_ID:
+        prev = token if feed_back else torch.tensor([SOS_ID])
+        if stop and token.item() == EOS_ID:
             return output + ([token.item()] if keep_eos else [])
         output.append(token.item())
     return output
 
 
 def token_gold(log_probs, tgt):
-    return log_probs.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) * (tgt != data.PAD_ID)  # (B, T) 0 at pads
+    return log_probs.gather(-1, tgt.unsqueeze(-1)).squeeze(-1) * (tgt != PAD_ID)  # (B, T) 0 at pads
 
 
 def weighted(losses, tokens):
@@ -46,7 +47,7 @@ MISTAKES = [  # checker, typical wrong solution, a word of the expected hint
     (exercises.check_greedy_decode, lambda *args: greedy_variant(*args, keep_eos=False), "include the EOS"),
     (exercises.check_greedy_decode, lambda *args: greedy_variant(*args, stop=False), "stop as soon as"),
     (exercises.check_greedy_decode, lambda *args: greedy_variant(*args, feed_back=False), "feed back"),
-    (exercises.check_greedy_decode, lambda *args: greedy_variant(*args, prefix=[data.SOS_ID]), "AFTER <sos>"),
+    (exercises.check_greedy_decode, lambda *args: greedy_variant(*args, prefix=[SOS_ID]), "AFTER <sos>"),
     (exercises.check_greedy_decode,
      lambda model, src_ids, max_length: torch.tensor(greedy_variant(model, src_ids, max_length)).float(), "int ids"),
     (exercises.check_greedy_decode, lambda model, src_ids, max_length: greedy_variant(model, src_ids[None], max_length),
@@ -67,12 +68,12 @@ def test_notebook_05_cases_are_tricky_and_leave_the_random_state_alone(capsys):
     more than one distinct output; token counts that make the unweighted mean wrong."""
     state = torch.random.get_rng_state()
     targets = [tgt for _, tgt in nb05_training._masked_nll_cases()]
-    assert any((tgt == data.PAD_ID).any() for tgt in targets) and any((tgt != data.PAD_ID).all() for tgt in targets)
+    assert any((tgt == PAD_ID).any() for tgt in targets) and any((tgt != PAD_ID).all() for tgt in targets)
     outputs = [expected for _, expected in nb05_training._greedy_cases()]
-    assert any(out[-1] == data.EOS_ID and len(out) < exercises.GREEDY_MAX_LENGTH for out in outputs)
-    assert any(out[-1] != data.EOS_ID and len(out) == exercises.GREEDY_MAX_LENGTH for out in outputs)
+    assert any(out[-1] == EOS_ID and len(out) < exercises.GREEDY_MAX_LENGTH for out in outputs)
+    assert any(out[-1] != EOS_ID and len(out) == exercises.GREEDY_MAX_LENGTH for out in outputs)
     assert len({tuple(out) for out in outputs}) > 2
-    assert all(data.PAD_ID not in out and data.SOS_ID not in out for out in outputs)
+    assert all(PAD_ID not in out and SOS_ID not in out for out in outputs)
     assert any(len(set(tokens)) > 1 for _, tokens in exercises.PERPLEXITY_CASES)
     exercises.check_greedy_decode(solutions.greedy_decode)
     assert "correct!" in capsys.readouterr().out

@@ -144,8 +144,8 @@ def no_training(monkeypatch):
 def load_all(names=NAMES) -> dict[str, dict[str, torch.Tensor]]:
     """Each model's state dict as load_or_train / load_or_train_classifier give it."""
     configs = pretrain_module.notebook_classifiers()
-    return {name: (classifier.load_or_train_classifier(configs[name], verbose=False) if name in configs else
-                   recipes.load_or_train(name, progress=False, verbose=False)).model.state_dict() for name in names}
+    return {name: (classifier.load_or_train_classifier(configs[name], log=None) if name in configs else
+                   recipes.load_or_train(name, progress=False, log=None)).model.state_dict() for name in names}
 
 
 # ---------------------------------------------------------------------------------------------- round trip
@@ -353,7 +353,7 @@ def test_the_environment_variable_refuses_a_damaged_archive_and_changes_nothing(
     (course.data / "models" / "lecture-none-fast.pt").unlink()
     before = snapshot(course.data)
     with pytest.raises(ArchiveError, match=f"^{ARCHIVE_ENV}=.*damaged or truncated.*unset {ARCHIVE_ENV}"):
-        recipes.load_or_train("lecture-none", progress=False, verbose=False)
+        recipes.load_or_train("lecture-none", progress=False, log=None)
     assert snapshot(course.data) == before
 
 

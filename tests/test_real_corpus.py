@@ -41,7 +41,7 @@ def check_general_invariants(course: data.CourseData) -> None:
 @pytest.fixture(scope="module")
 def real_course():
     path = course_corpus_path()
-    return corpus.check_corpus(path), data.load_course_data(path=path, verbose=False)
+    return corpus.check_corpus(path), data.load_course_data(path=path, log=None)
 
 
 def test_real_corpus_general_invariants(real_course):

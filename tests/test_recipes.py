@@ -48,12 +48,12 @@ def test_load_or_train_refuses_a_cached_model_of_another_configuration(tiny_cour
     monkeypatch.setenv(FAST_ENV, "1")
     small = recipes.RECIPES["lecture-scaled_general"].with_model(embedding_size=8, hidden_size=16)
     monkeypatch.setitem(recipes.RECIPES, "lecture-scaled_general", small)
-    recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False, verbose=False)
+    recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False, log=None)
     monkeypatch.setitem(recipes.RECIPES, "lecture-scaled_general", small.with_model(hidden_size=24))
     with pytest.raises(CheckpointError, match=r"(?s)hidden_size: checkpoint has 16, expected 24.*retrain=True"):
-        recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False, verbose=False)
+        recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, progress=False, log=None)
     retrained = recipes.load_or_train("lecture-scaled_general", data=tiny_course_data, retrain=True, progress=False,
-                                    verbose=False)
+                                    log=None)
     assert retrained.model_config.hidden_size == 24
 
 

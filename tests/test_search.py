@@ -3,9 +3,8 @@ import pytest
 import torch
 
 from course_utils import search
-from course_utils.data import MAX_LENGTH
 from course_utils.seq2seq import ModelConfig, Seq2Seq
-from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
+from course_utils.vocab import EOS_ID, MAX_LENGTH, PAD_ID, SOS_ID
 
 ATTENTIONS = ["bahdanau", "general", "concat", "none"]
 

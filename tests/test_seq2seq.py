@@ -10,10 +10,9 @@ import torch.nn.functional as F
 from helpers import random_padded_ids
 from torch.testing import assert_close
 
-from course_utils.data import MAX_LENGTH
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
 from course_utils.seq2seq import ATTENTION_KINDS, ModelConfig, Seq2Seq, Seq2SeqOutput, count_parameters
-from course_utils.vocab import PAD_ID
+from course_utils.vocab import MAX_LENGTH, PAD_ID
 
 V_SRC, V_TGT = 17, 13
 SRC_LENGTHS, TGT_LENGTHS = [4, 7, 2], [5, 3, 6]

@@ -36,6 +36,7 @@ from course_utils import data as data_module
 from course_utils.checkpoints import CheckpointError, _file_mode, _first_sentence, load_checkpoint
 from course_utils.cli import pretrain
 from course_utils.corpus import check_corpus, data_dir, display_path
+from course_utils.runtime import reporter
 
 __all__ = ["ARCHIVE_ENV", "ARCHIVE_FORMAT", "ARCHIVE_VERSION", "ArchiveError", "ArchivedModel", "Manifest",
            "corpus_fingerprint", "export_models", "import_from_env", "import_models", "read_manifest"]
@@ -97,7 +98,7 @@ def corpus_fingerprint(course: data_module.CourseData) -> dict:
                            f"checked against it; load it with load_course_data(), or unset {ARCHIVE_ENV}")
     info = check_corpus(course.corpus_path)
     settings = {name: parameter.default for name, parameter in inspect.signature(_LOAD_COURSE_DATA).parameters.items()
-                if name not in ("path", "verbose")}
+                if name not in ("path", "log")}
     file = info.path.name + (f":{info.member}" if info.member else "")
     return {"file": file, "known": info.known.description if info.known else None, "sha256": info.sha256,
             "lines": info.lines, "bytes": info.n_bytes, "settings": _plain({**settings, "reverse": course.reverse}),
@@ -304,7 +305,7 @@ def export_models(path: str | os.PathLike, names: Sequence[str] | None = None, f
     is unknown, not cached or unfit here (checked as an import checks it), or `path` cannot be written. Used by the
     package, not a notebook."""
     path, flag, members = Path(path), " --fast" if fast else "", []
-    course = data if data is not None else data_module.load_course_data(verbose=False)
+    course = data if data is not None else data_module.load_course_data(log=None)
     names = dict.fromkeys(names if names is not None else [*pretrain.NOTEBOOK_MODELS, *pretrain.notebook_classifiers()])
     with tempfile.TemporaryDirectory(prefix="course-archive-") as folder:
         for name in names:  # each cached model checked as an import will check it
@@ -346,12 +347,12 @@ def import_models(path: str | os.PathLike, fast: bool | None = None, data: data_
     written: a missing, damaged or truncated archive; a missing, invalid or newer manifest; unlisted, missing or
     unsafe members; a failed checksum; another mode, corpus or recipe; a member that is not tensors and plain data
     or does not load as the package loads its own cache. Used by the package, not a notebook."""
-    where, say = display_path(path), log or (lambda _: None)
+    where, say = display_path(path), reporter(log)
     manifest, members = _read_archive(Path(path))
     if fast is not None and manifest.fast != fast:
         raise ArchiveError(f"{where} holds {_MODE[manifest.fast]} models, not {_MODE[fast]} ones; import it "
                            f"{'with' if manifest.fast else 'without'} --fast, or {_EXPORT_FIX}")
-    course = data if data is not None else data_module.load_course_data(verbose=False)
+    course = data if data is not None else data_module.load_course_data(log=None)
     targets = _check_fit(manifest, course, where)
     with tempfile.TemporaryDirectory(prefix="course-archive-") as folder:
         for entry in manifest.models:
@@ -385,6 +386,6 @@ def import_from_env(fast: bool, data: data_module.CourseData | None, log: Callab
             return import_models(Path(named).expanduser(), fast, data, only_missing=True, log=log)
     except ArchiveError as error:
         raise ArchiveError(f"{ARCHIVE_ENV}={named}: {error} (or unset {ARCHIVE_ENV} to train here)") from None
-    (log or (lambda _: None))(f"{ARCHIVE_ENV}: {named} holds {_MODE[not fast]} models, not {_MODE[fast]} ones: "
+    reporter(log)(f"{ARCHIVE_ENV}: {named} holds {_MODE[not fast]} models, not {_MODE[fast]} ones: "
                               "not imported")
     return []

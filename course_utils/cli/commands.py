@@ -48,7 +48,7 @@ def cmd_data_check(args: argparse.Namespace) -> int:
         return _error(str(error))
     print(report)
     try:  # readable is not enough: the course filters the pairs; say when too few are left to train on
-        problem = enough_pairs_problem(data.load_course_data(path=path, verbose=False))
+        problem = enough_pairs_problem(data.load_course_data(path=path, log=None))
     except data.CorpusError as error:
         problem = str(error)
     if problem:
@@ -64,7 +64,7 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
 
     try:
         course = data.load_course_data(reverse=not args.forward, max_length=args.max_length, seed=args.seed,
-                                       min_freq=args.min_freq, path=args.path, verbose=False)
+                                       min_freq=args.min_freq, path=args.path, log=None)
     except data.CorpusError as error:
         return _error(str(error))
     print(data.describe_course_data(course, examples=args.examples, seed=args.seed))

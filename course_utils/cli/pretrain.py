@@ -107,11 +107,11 @@ def _jobs(names: Sequence[str], fast: bool, retrain: bool, progress: bool, cours
     for name in names:
         if name in configs:
             jobs.append(_Job(name, classifier_path(configs[name], fast), classifier_estimate_seconds(fast),
-                             partial(load_or_train_classifier, configs[name], course, retrain=retrain, verbose=False)))
+                             partial(load_or_train_classifier, configs[name], course, retrain=retrain, log=None)))
         else:
             jobs.append(_Job(name, model_path(name, fast), estimate_seconds(name, fast),
                              partial(load_or_train, name, data=course, retrain=retrain, progress=progress,
-                                     verbose=False)))
+                                     log=None)))
     return jobs
 
 
@@ -140,15 +140,15 @@ def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progr
     """
     from course_utils.data import load_course_data
     from course_utils.recipes import minutes
-    from course_utils.runtime import fast_mode
+    from course_utils.runtime import fast_mode, reporter
 
-    say = log or (lambda _: None)
+    say = reporter(log)
     fast = fast_mode() if fast is None else fast
     configs = notebook_classifiers()
     names = list((*NOTEBOOK_MODELS, *(configs if classifiers else ())) if names is None else names)
     _check_names(names, configs)  # an unknown name fails before anything trains
     mode = " (fast mode: smoke-test models)" if fast else ""
-    course = load_course_data(verbose=False)
+    course = load_course_data(log=None)
     if not retrain:  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
         from course_utils.cli.archive import import_from_env
 

@@ -62,13 +62,13 @@ def _explicit(args: argparse.Namespace) -> dict:
     return {"epochs": args.epochs} if args.epochs else {}
 
 
-def _load_trainable_data(verbose: bool = True):
+def _load_trainable_data():
     """The course data, or (None, message) when it is missing or too small to train and evaluate on."""
     from course_utils import data
     from course_utils.train import enough_pairs_problem
 
     try:
-        course = data.load_course_data(verbose=verbose)
+        course = data.load_course_data()
     except data.CorpusError as error:
         return None, str(error)
     return course, enough_pairs_problem(course)

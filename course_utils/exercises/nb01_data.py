@@ -12,6 +12,7 @@ import torch
 
 from course_utils import data
 from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.vocab import EOS_ID, UNK_ID, Vocab
 
 NORMALIZE_CASES = (
     "Va, vite !",                 # a comma in the middle
@@ -55,12 +56,12 @@ ENCODE_VOCAB_SENTENCES = ("je suis fatigue .", "il est grand .", "je suis grand 
 ENCODE_CASES = ("je suis fatigue .", "il est petit .", "nous sommes en retard !", "", "je")
 
 
-def check_encode(student_fn: Callable[[data.Vocab, str], list[int]]) -> None:
+def check_encode(student_fn: Callable[[Vocab, str], list[int]]) -> None:
     """Check `student_fn(vocab, sentence) -> list[int]` against `Vocab.encode(sentence)` (EOS appended,
     unknown words -> UNK_ID) on a small vocabulary. Introduced in notebook 01 (exercise: encode with <unk>).
     """
     exercise = "encode"
-    vocab = data.Vocab.build(ENCODE_VOCAB_SENTENCES, name="fra")
+    vocab = Vocab.build(ENCODE_VOCAB_SENTENCES, name="fra")
     hint = "one id per word (split on ' '), unknown words -> UNK_ID, then EOS_ID"
 
     def call(sentence: str) -> object:
@@ -68,7 +69,7 @@ def check_encode(student_fn: Callable[[data.Vocab, str], list[int]]) -> None:
             return call_student(exercise, student_fn, (vocab, sentence), hint)
         except KeyError as error:
             raise AssertionError(f"encode(vocab, {sentence!r}) raised KeyError {error}. Hint: unknown words "
-                                 f"must become UNK_ID ({data.UNK_ID}): use vocab.word2index.get(word, "
+                                 f"must become UNK_ID ({UNK_ID}): use vocab.word2index.get(word, "
                                  f"UNK_ID).") from error
 
     if not attempted(exercise, call(ENCODE_CASES[0])):
@@ -77,7 +78,7 @@ def check_encode(student_fn: Callable[[data.Vocab, str], list[int]]) -> None:
         got, expected = call(sentence), vocab.encode(sentence)
         if isinstance(got, torch.Tensor):
             got = got.tolist()
-        if not got or got[-1] != data.EOS_ID:
+        if not got or got[-1] != EOS_ID:
             why = "every sentence ends with EOS_ID"
         elif sentence == "":  # "".split(" ") is [""]: one empty word, an <unk>
             why = ("the empty sentence has no words, but ''.split(' ') returns [''] (one empty word, an <unk>): "
@@ -100,7 +101,7 @@ def check_pad_fraction(student_fn: Callable[[data.Batch], float]) -> None:
     on a few small batches (one without any padding). Introduced in notebook 01 (exercise: pad fraction).
     """
     exercise = "pad_fraction"
-    vocab = data.Vocab.build(ENCODE_VOCAB_SENTENCES)
+    vocab = Vocab.build(ENCODE_VOCAB_SENTENCES)
     batches = [data.collate_batch([(torch.tensor(vocab.encode(s)), torch.tensor(vocab.encode(s))) for s in group])
                for group in PAD_FRACTION_SOURCES]
     hint = "count the <pad> positions of batch.src and divide by ALL its positions, B * S"

@@ -11,6 +11,7 @@ import torch
 
 from course_utils import data
 from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.vocab import EOS_ID, PAD_ID
 
 
 def check_embedding_lookup(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
@@ -127,8 +128,8 @@ def check_final_state(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.T
     for lengths in FINAL_STATE_LENGTHS:
         lengths = torch.tensor(lengths)  # (B,)
         src = torch.randint(4, vocab_size, (len(lengths), int(lengths.max())), generator=generator)  # (B, S)
-        src[torch.arange(len(lengths)), lengths - 1] = data.EOS_ID
-        src[~data.lengths_to_mask(lengths, src.shape[1])] = data.PAD_ID  # (B, S) pads after each length
+        src[torch.arange(len(lengths)), lengths - 1] = EOS_ID
+        src[~data.lengths_to_mask(lengths, src.shape[1])] = PAD_ID  # (B, S) pads after each length
         with torch.no_grad():
             cases.append((encoder(src, lengths, packed=False).outputs, lengths, encoder(src, lengths).final))
     hint = ("row b's last real output is outputs[b, lengths[b] - 1] (positions count from 0): index with "

@@ -13,6 +13,7 @@ import torch
 
 from course_utils import data
 from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
 MASKED_NLL_FORBIDDEN = ("course_utils.loss.masked_nll_loss", "torch.nn.functional.nll_loss",
                         "torch.nn.functional.cross_entropy")
@@ -28,8 +29,8 @@ def _masked_nll_cases(vocab_size: int = 9, seed: int = 10) -> list[tuple[torch.T
         lengths = torch.tensor(lengths)  # (B,)
         B, T = len(lengths), int(lengths.max())
         tgt = torch.randint(4, vocab_size, (B, T), generator=generator)  # (B, T)
-        tgt[torch.arange(B), lengths - 1] = data.EOS_ID
-        tgt[~data.lengths_to_mask(lengths, T)] = data.PAD_ID  # (B, T) pads after each length
+        tgt[torch.arange(B), lengths - 1] = EOS_ID
+        tgt[~data.lengths_to_mask(lengths, T)] = PAD_ID  # (B, T) pads after each length
         log_probs = torch.log_softmax(torch.randn(B, T, vocab_size, generator=generator) * 2, dim=-1)  # (B, T, V)
         cases.append((log_probs, tgt))
     return cases
@@ -55,7 +56,7 @@ def check_masked_nll(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
         expect(isinstance(got, (float, torch.Tensor)) and torch.as_tensor(got).numel() == 1,
                f"{exercise}: you returned {got!r}; expected one number (a scalar tensor). Hint: {hint}.")
         got, expected = float(got), float(masked_nll_loss(log_probs, tgt))
-        real = tgt != data.PAD_ID  # (B, T)
+        real = tgt != PAD_ID  # (B, T)
         gold = log_probs.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)  # (B, T)
         masked_gold = gold * real  # (B, T) 0 at pads
         mistakes = {  # what a typical mistake computes -> the hint that fixes it
@@ -99,9 +100,9 @@ def _greedy_model():
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.mul_(3.0)
-        model.decoder.out.bias[data.PAD_ID] = -1e4
-        model.decoder.out.bias[data.SOS_ID] = -1e4
-        model.decoder.out.bias[data.EOS_ID] += 1.0
+        model.decoder.out.bias[PAD_ID] = -1e4
+        model.decoder.out.bias[SOS_ID] = -1e4
+        model.decoder.out.bias[EOS_ID] += 1.0
     return model
 
 
@@ -111,7 +112,7 @@ def _greedy_cases() -> list[tuple[torch.Tensor, list[int]]]:
     model = _greedy_model()
     cases = []
     for ids in GREEDY_SOURCES:
-        src_ids = torch.tensor(list(ids) + [data.EOS_ID])  # (S,)
+        src_ids = torch.tensor(list(ids) + [EOS_ID])  # (S,)
         output = greedy_decode(model, src_ids.unsqueeze(0), torch.tensor([len(src_ids)]),
                                max_length=GREEDY_MAX_LENGTH)
         cases.append((src_ids, output.tokens[0, :int(output.lengths[0])].tolist()))
@@ -148,12 +149,12 @@ def check_greedy_decode(student_fn: Callable[..., list[int]]) -> None:
         if got == expected:
             continue
         why = hint
-        if got and got[0] == data.SOS_ID:
+        if got and got[0] == SOS_ID:
             why = "the output starts AFTER <sos>: SOS is the first input, not an output token"
-        elif expected[-1] == data.EOS_ID and got == expected[:-1]:
+        elif expected[-1] == EOS_ID and got == expected[:-1]:
             why = "include the EOS token in the output (then stop): the lengths and the attention rows count it"
         elif got[:len(expected)] == expected and len(got) > len(expected):
-            why = (f"stop as soon as you produce EOS_ID ({data.EOS_ID}), and never produce more than max_length "
+            why = (f"stop as soon as you produce EOS_ID ({EOS_ID}), and never produce more than max_length "
                    f"= {GREEDY_MAX_LENGTH} tokens")
         elif got[:1] == expected[:1]:
             why = ("feed back the token you just chose (prev = its argmax) and carry the new state "

@@ -44,13 +44,14 @@ def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Te
 def nb01_collate() -> Shapes:
     """The shapes notebook 01's question on collate asks for. Used by the package, not a notebook."""
     from course_utils import data
+    from course_utils.vocab import Vocab
 
     def words(n: int, first: str) -> str:
         return " ".join(f"{first}{i}" for i in range(n))
 
     pairs = [data.Pair(words(n, "f"), words(m, "e")) for n, m in ((4, 3), (7, 5), (2, 6))]
-    src_vocab = data.Vocab.build(p.source for p in pairs)
-    tgt_vocab = data.Vocab.build(p.target for p in pairs)
+    src_vocab = Vocab.build(p.source for p in pairs)
+    tgt_vocab = Vocab.build(p.target for p in pairs)
     dataset = data.TranslationDataset(pairs, src_vocab, tgt_vocab)
     batch = data.collate_batch([dataset[i] for i in range(len(dataset))])
     return _shapes(batch.src, batch.src_lengths, batch.src_mask, batch.tgt)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import torch
 
 from course_utils import data
+from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID, UNK_ID, Vocab
 
 
 # ---------------------------------------------------------------------------------------------- notebook 01
@@ -22,10 +23,10 @@ def normalize(s: str) -> str:
     return re.sub(r"[^a-zA-Z.!?]+", " ", s).strip()
 
 
-def encode(vocab: data.Vocab, sentence: str) -> list[int]:
+def encode(vocab: Vocab, sentence: str) -> list[int]:
     """The word ids (UNK_ID for unknown words), then EOS_ID. Introduced in notebook 01."""
     words = sentence.split(" ") if sentence else []
-    return [vocab.word2index.get(word, data.UNK_ID) for word in words] + [data.EOS_ID]
+    return [vocab.word2index.get(word, UNK_ID) for word in words] + [EOS_ID]
 
 
 def pad_fraction(batch: data.Batch) -> float:
@@ -105,7 +106,7 @@ def attention_parameters(kind: str, query_size: int, key_size: int, attention_si
 def masked_nll(log_probs: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
     """The mean NLL of the real target tokens: (B, T, V), (B, T) -> a scalar. Introduced in notebook 05."""
     gold = log_probs.gather(-1, tgt.unsqueeze(-1)).squeeze(-1)  # (B, T, 1) -> (B, T)
-    real = tgt != data.PAD_ID  # (B, T)
+    real = tgt != PAD_ID  # (B, T)
     return -gold[real].sum() / real.sum()  # (N,) real positions -> a scalar
 
 
@@ -113,12 +114,12 @@ def greedy_decode(model, src_ids: torch.Tensor, max_length: int) -> list[int]:
     """Greedy decoding of one sentence src_ids (S,) as a loop over model.decoder.step; EOS included.
     Introduced in notebook 05."""
     memory, state = model.encode(src_ids.unsqueeze(0), torch.tensor([len(src_ids)]))  # src (1, S)
-    prev, output = torch.tensor([data.SOS_ID]), []  # (1,)
+    prev, output = torch.tensor([SOS_ID]), []  # (1,)
     for _ in range(max_length):
         step = model.decoder.step(prev, state, memory)
         prev, state = step.log_probs.argmax(-1), step.state  # (1, V) -> (1,)
         output.append(prev.item())
-        if output[-1] == data.EOS_ID:
+        if output[-1] == EOS_ID:
             break
     return output
 
