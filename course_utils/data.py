@@ -32,8 +32,9 @@ from course_utils.vocab import MAX_LENGTH, PAD_ID, Vocab
 
 __all__ = ["ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair",
            "read_pairs", "keep_pair", "filter_pairs", "Splits", "split_pairs", "tensor_from_sentence", "Batch",
-           "TranslationDataset", "lengths_to_mask", "collate_batch", "BucketBatchSampler", "BUCKET_KEYS",
-           "make_loader", "CourseData", "course_data_from_pairs", "load_course_data", "describe_course_data"]
+           "TranslationDataset", "lengths_to_mask", "pad_ids", "collate_batch", "BucketBatchSampler",
+           "length_batches", "BUCKET_KEYS", "make_loader", "CourseData", "course_data_from_pairs", "load_course_data",
+           "describe_course_data"]
 
 # ---------------------------------------------------------------------------------------------- constants
 ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are", "you re ",
@@ -213,15 +214,20 @@ def lengths_to_mask(lengths: Tensor, max_length: int | None = None) -> Tensor:
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (1, S) < (B, 1) -> (B, S)
 
 
+def pad_ids(sequences: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+    """Id sequences of lengths L_b -> (ids (B, max L) padded with PAD_ID, lengths (B,)); rows keep their order.
+    The one padding rule of training, evaluation and translation. Introduced in notebook 01."""
+    ids = pad_sequence(list(sequences), batch_first=True, padding_value=PAD_ID)  # (B, L)
+    return ids, torch.tensor([len(s) for s in sequences], dtype=torch.long)  # (B,)
+
+
 def collate_batch(items: Sequence[tuple[Tensor, Tensor]]) -> Batch:
     """Pad (src_ids (L,), tgt_ids (M,)) items into a Batch; rows keep their order. Introduced in notebook 01."""
     if not items:
         raise ValueError("collate_batch got no items; is the dataset empty?")
     sources, targets = zip(*items)
-    src = pad_sequence(sources, batch_first=True, padding_value=PAD_ID)  # (B, S)
-    tgt = pad_sequence(targets, batch_first=True, padding_value=PAD_ID)  # (B, T)
-    src_lengths = torch.tensor([len(s) for s in sources], dtype=torch.long)  # (B,)
-    tgt_lengths = torch.tensor([len(t) for t in targets], dtype=torch.long)  # (B,)
+    src, src_lengths = pad_ids(sources)  # (B, S), (B,)
+    tgt, tgt_lengths = pad_ids(targets)  # (B, T), (B,)
     src_mask = lengths_to_mask(src_lengths, src.size(1))  # (B, S)
     return Batch(src, src_lengths, src_mask, tgt, tgt_lengths)
 
@@ -229,7 +235,8 @@ def collate_batch(items: Sequence[tuple[Tensor, Tensor]]) -> Batch:
 class BucketBatchSampler(Sampler[list[int]]):
     """Batches of indices with similar lengths, so little padding: shuffle, sort stably by length, cut into
     batches, shuffle the batches. Deterministic given `seed`; epoch e (the e-th iteration, or set_epoch)
-    uses seed + e. With shuffle=False the batches come shortest first. Introduced in notebook 01.
+    uses seed + e. With shuffle=False the batches come shortest first (`length_batches`: evaluation and
+    translation batch this way). Introduced in notebook 01.
     """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool = True, seed: int = 0):
@@ -256,6 +263,12 @@ class BucketBatchSampler(Sampler[list[int]]):
 
     def __len__(self) -> int:
         return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices cut into batches of similar lengths, shortest first (BucketBatchSampler without shuffling): the one
+    "sort by length, cut, pad" order of evaluation and translation. Introduced in notebook 01."""
+    return list(BucketBatchSampler(lengths, batch_size, shuffle=False))
 
 
 BUCKET_KEYS = ("source", "target")  # what make_loader can group batches by

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import torch
 
-from course_utils.data import Pair, TranslationDataset, collate_batch
+from course_utils.data import Pair, TranslationDataset, collate_batch, length_batches
 from course_utils.loss import masked_nll_loss, perplexity
 from course_utils.metrics import corpus_scores
 from course_utils.runtime import eval_mode
@@ -82,12 +82,10 @@ def evaluate(model: Seq2Seq, pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab:
     if not pairs:
         raise ValueError("evaluate got no pairs; pass a non-empty split such as data.splits.dev")
     dataset = TranslationDataset(pairs, src_vocab, tgt_vocab)
-    order = sorted(range(len(dataset)), key=lambda i: len(dataset[i][0]))  # similar lengths share a batch
     total_loss, total_tokens = 0.0, 0
     hypotheses: dict[int, str] = {}
     with eval_mode(model):
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
+        for chunk in length_batches([len(dataset[i][0]) for i in range(len(dataset))], batch_size):
             batch = collate_batch([dataset[i] for i in chunk]).to(model.device)
             log_probs = model(batch.src, batch.src_lengths, batch.tgt).log_probs  # (B, T, V)
             total_loss += float(masked_nll_loss(log_probs, batch.tgt, reduction="sum"))

@@ -20,9 +20,9 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from course_utils.data import normalize_string
+from course_utils.data import length_batches, normalize_string, pad_ids
 from course_utils.search import beam_search, force_decode, greedy_decode
-from course_utils.vocab import EOS_TOKEN, PAD_ID, UNK_ID, UNK_TOKEN
+from course_utils.vocab import EOS_TOKEN, UNK_ID, UNK_TOKEN
 
 __all__ = ["Translation", "prepare_source", "clip_text", "source_warnings", "replace_unknown_words",
            "copyable_positions", "translate", "translate_forced", "translate_batch", "attention_table"]
@@ -219,12 +219,8 @@ def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_
             best = beam_search(model, torch.tensor(ids), beam_width=beam_width, max_length=max_length)[0]
             results[i] = _to_translation(words, unknown, tgt_vocab, best.tokens, best.attention, best.score)
     else:
-        order = sorted(range(len(prepared)), key=lambda i: len(prepared[i][1]))  # similar lengths share a batch
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            id_lists = [torch.tensor(prepared[i][1]) for i in chunk]
-            src_lengths = torch.tensor([len(ids) for ids in id_lists])  # (B,)
-            src = torch.nn.utils.rnn.pad_sequence(id_lists, batch_first=True, padding_value=PAD_ID)  # (B, S)
+        for chunk in length_batches([len(ids) for _, ids, _ in prepared], batch_size):
+            src, src_lengths = pad_ids([torch.tensor(prepared[i][1]) for i in chunk])  # (B, S), (B,)
             output = greedy_decode(model, src.to(model.device), src_lengths, max_length=max_length)
             for row, i in enumerate(chunk):
                 words, ids, unknown = prepared[i]

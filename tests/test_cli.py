@@ -2,6 +2,7 @@
 import io
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -137,8 +138,8 @@ def test_translate_lines_falls_back_to_one_line_at_a_time(tiny_course_data, monk
     raw = batch_translate.read_lines(io.BytesIO(b"je suis fatigue .\nil est grand .\nelle cuisine ."))
     lines = batch_translate.check_lines(raw, tiny_course_data.src_vocab, warnings.append)
     assert [line.number for line in lines] == [1, 2, 3] and warnings == []
-    outputs = batch_translate.translate_lines(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, lines,
-                                              batch_size=8, warn=warnings.append)
+    trained = SimpleNamespace(model=model, src_vocab=tiny_course_data.src_vocab, tgt_vocab=tiny_course_data.tgt_vocab)
+    outputs = batch_translate.translate_lines(trained, lines, batch_size=8, warn=warnings.append)
     assert outputs[0] and outputs[1] == "" and outputs[2]
     assert warnings == ["line 2: boom; wrote an empty line"]
     buffer = io.StringIO()

@@ -211,3 +211,10 @@ def test_cli_data_check_and_stats(monkeypatch, tiny_corpus_path, tiny_pairs, cap
     monkeypatch.delenv("COURSE_CORPUS")
     assert main(["data", "check", "--no-download"]) == 1
     assert "No corpus found" in capsys.readouterr().err
+
+
+def test_length_batches_and_pad_ids_are_the_sort_cut_pad_rule():
+    lengths = [3, 1, 2, 1, 3]
+    assert data.length_batches(lengths, 2) == [[1, 3], [2, 0], [4]]  # shortest first, ties in input order
+    ids, got_lengths = data.pad_ids([torch.tensor([5, 2]), torch.tensor([7, 8, 2])])
+    assert ids.tolist() == [[5, 2, PAD_ID], [7, 8, 2]] and got_lengths.tolist() == [2, 3]

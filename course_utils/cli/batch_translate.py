@@ -2,8 +2,7 @@
 
     raw = read_lines(sys.stdin.buffer)                   # bytes, split on b"\n" only
     lines = check_lines(raw, src_vocab, warn)            # one SourceLine per input line; bad ones warned about
-    outputs = translate_lines(model, src_vocab, tgt_vocab, lines, warn=warn)   # batched; a failing batch is
-                                                         # retried one line at a time
+    outputs = translate_lines(trained, lines, warn=warn)  # batched; a failing batch is retried line by line
     write_lines(outputs, sys.stdout)                     # exactly one output line per input line, in order
 
 No input loses other lines' work: a line that is not UTF-8, is empty, cannot be translated, or breaks its batch
@@ -19,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, NamedTuple
 
+from course_utils.data import length_batches
 from course_utils.translate import clip_text, prepare_source, source_warnings, translate_batch
 
 __all__ = ["Warn", "SourceLine", "read_lines", "check_lines", "translate_lines", "write_lines", "translate_stream"]
@@ -89,9 +89,10 @@ def check_lines(raw_lines: Sequence[bytes], src_vocab, warn: Warn) -> list[Sourc
     return lines
 
 
-def translate_lines(model, src_vocab, tgt_vocab, lines: Sequence[SourceLine], beam_width: int = 1,
-                    batch_size: int = 64, warn: Warn = _warn_on_stderr, replace_unknown: bool = False) -> list[str]:
-    """One output string per SourceLine, in order ("" for lines without text or whose translation failed).
+def translate_lines(trained, lines: Sequence[SourceLine], beam_width: int = 1, batch_size: int = 64,
+                    warn: Warn = _warn_on_stderr, replace_unknown: bool = False) -> list[str]:
+    """One output string per SourceLine, in order ("" for lines without text or whose translation failed), from
+    `trained` (a checkpoints.TrainedModel, or anything with .model, .src_vocab and .tgt_vocab).
 
     replace_unknown: each output <unk> becomes the source word it attends to most (`translate.replace_unknown_words`).
 
@@ -103,27 +104,25 @@ def translate_lines(model, src_vocab, tgt_vocab, lines: Sequence[SourceLine], be
     if batch_size < 1 or beam_width < 1:
         raise ValueError(f"batch_size and beam_width must be >= 1, got {batch_size} and {beam_width}")
     outputs = [""] * len(lines)
-    todo = sorted((index for index, line in enumerate(lines) if line.text is not None),
-                  key=lambda index: len(lines[index].text.split()))  # similar lengths share a batch
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
+    todo = [index for index, line in enumerate(lines) if line.text is not None]
+    for batch in length_batches([len(lines[index].text.split()) for index in todo], batch_size):
+        chunk = [todo[position] for position in batch]
         try:
-            results = translate_batch(model, src_vocab, tgt_vocab, [lines[i].text for i in chunk],
-                                      beam_width=beam_width, batch_size=len(chunk), replace_unknown=replace_unknown)
+            results = translate_batch(trained.model, trained.src_vocab, trained.tgt_vocab,
+                                      [lines[i].text for i in chunk], beam_width=beam_width, batch_size=len(chunk),
+                                      replace_unknown=replace_unknown)
         except (ValueError, RuntimeError):
-            results = [_translate_one(model, src_vocab, tgt_vocab, lines[i], beam_width, warn, replace_unknown)
-                       for i in chunk]
+            results = [_translate_one(trained, lines[i], beam_width, warn, replace_unknown) for i in chunk]
         for index, result in zip(chunk, results):
             outputs[index] = "" if result is None else result.text
     return outputs
 
 
-def _translate_one(model, src_vocab, tgt_vocab, line: SourceLine, beam_width: int, warn: Warn,
-                   replace_unknown: bool = False):
+def _translate_one(trained, line: SourceLine, beam_width: int, warn: Warn, replace_unknown: bool = False):
     """The fallback: one line alone; None (and a warning naming the line) when even that fails."""
     try:
-        return translate_batch(model, src_vocab, tgt_vocab, [line.text], beam_width=beam_width, batch_size=1,
-                               replace_unknown=replace_unknown)[0]
+        return translate_batch(trained.model, trained.src_vocab, trained.tgt_vocab, [line.text],
+                               beam_width=beam_width, batch_size=1, replace_unknown=replace_unknown)[0]
     except (ValueError, RuntimeError) as error:
         warn(f"line {line.number}: {clip_text(str(error), 300)}; wrote an empty line")
         return None
@@ -141,7 +140,7 @@ def translate_stream(trained, stdin: IO, stdout: IO, beam_width: int = 1, batch_
     per input line to `stdout`; warnings go to stderr. `trained` is a checkpoints.TrainedModel. Returns 0 (bad lines
     cost only their own line). Used by the package, not a notebook."""
     lines = check_lines(read_lines(getattr(stdin, "buffer", stdin)), trained.src_vocab, _warn_on_stderr)
-    outputs = translate_lines(trained.model, trained.src_vocab, trained.tgt_vocab, lines, beam_width=beam_width,
-                              batch_size=batch_size, warn=_warn_on_stderr, replace_unknown=replace_unknown)
+    outputs = translate_lines(trained, lines, beam_width=beam_width, batch_size=batch_size, warn=_warn_on_stderr,
+                              replace_unknown=replace_unknown)
     write_lines(outputs, stdout)
     return 0
