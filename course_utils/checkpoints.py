@@ -268,8 +268,11 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
     if missing:
         raise CheckpointError(f"{path} is an incomplete checkpoint: it lacks {', '.join(missing)}; {redo}")
     try:
-        saved = _saved_settings(payload, src_vocab, tgt_vocab, config)
-        model = Seq2Seq(saved.model_config)
+        saved = _saved_settings(payload, src_vocab, tgt_vocab, config, redo)
+    except CheckpointError as error:  # its message completes "<the file> ..." with the fix
+        raise CheckpointError(f"{path} {error}") from None
+    model = Seq2Seq(saved.model_config)
+    try:
         _load_weights(model, payload["state_dict"])
     except CheckpointError as error:  # its message completes "<the file> ..."
         raise CheckpointError(f"{path} {error}; {redo}") from None
@@ -286,36 +289,38 @@ class _SavedSettings(NamedTuple):
     history: History
 
 
-def _saved_settings(payload: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | None,
-                    config: ModelConfig | None) -> _SavedSettings:
+def _saved_settings(payload: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | None, config: ModelConfig | None,
+                    redo: str) -> _SavedSettings:
     """A checkpoint's vocabularies, configurations and history, checked against the expected ones where given.
-    A CheckpointError's message completes "<the file> ..."."""
+    A CheckpointError's message completes "<the file> ..." and ends with the fix (`redo`)."""
     if config is not None:
         problems = _differences(dataclasses.asdict(config), payload["model_config"])
         if problems:
-            raise CheckpointError(f"was made with another model configuration: {'; '.join(problems)} (build the "
-                                  "model from the checkpoint's config)")
+            raise CheckpointError(f"was made with another model configuration: {'; '.join(problems)}. Build the "
+                                  f"model from the checkpoint's config, or {redo}")
     try:
         saved_vocabs = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
         history = History.from_dict(payload["history"])
     except (TypeError, ValueError, KeyError, AttributeError) as error:
-        raise CheckpointError(f"holds a damaged vocabulary or history ({error})") from error
+        raise CheckpointError(f"holds a damaged vocabulary or history ({error}); {redo}") from error
     for which, expected, found in (("source", src_vocab, saved_vocabs[0]), ("target", tgt_vocab, saved_vocabs[1])):
         if expected is not None and expected != found:
             raise CheckpointError(f"was trained with another {which} vocabulary "
                                   f"({_vocab_difference(which, expected, found)}); the data settings (max_length, "
-                                  "min_freq, seed, corpus) must match the training run's")
+                                  f"min_freq, seed, corpus) must match the training run's, or {redo}")
     try:
         model_config = ModelConfig(**payload["model_config"])
         train_config = TrainConfig(**payload["train_config"])
     except TypeError as error:
-        raise CheckpointError(f"has config fields this version of course_utils does not know ({error})") from error
+        raise CheckpointError(f"has config fields this version of course_utils does not know ({error}); {redo}"
+                              ) from error
     except ValueError as error:  # e.g. an attention kind this version does not have
-        raise CheckpointError(f"has a configuration this version of course_utils cannot build ({error})") from error
+        raise CheckpointError(f"has a configuration this version of course_utils cannot build ({error}); {redo}"
+                              ) from error
     try:
         model_config.check_vocabularies(*saved_vocabs)
     except ValueError as error:
-        raise CheckpointError(f"does not fit its own vocabularies: {error}") from error
+        raise CheckpointError(f"does not fit its own vocabularies: {error}; {redo}") from error
     return _SavedSettings(*saved_vocabs, model_config, train_config, history)
 
 
