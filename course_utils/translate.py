@@ -3,10 +3,11 @@
     translation = translate(model, src_vocab, tgt_vocab, "Je suis très fatigué.")     # greedy; beam_width=5
     translation.text, translation.output_tokens, translation.attention                 # (T, S) attention
     translate_batch(model, src_vocab, tgt_vocab, sentences)                            # many, batched greedy
+    translate_sources(model, tgt_vocab, [prepare_source(src_vocab, s) for s in sentences])   # the same, in two steps
     translate_forced(model, src_vocab, tgt_vocab, sentence, "i m very tired .")        # a given output, scored
     translate(..., replace_unknown=True)                                               # <unk> -> source word
 
-    prepare_source     normalise a sentence like the corpus, ids with EOS, the unknown words; refuse empty input
+    prepare_source     normalise a sentence like the corpus -> Source(words, ids with EOS, unknown); refuse empty input
     replace_unknown_words   each output <unk> replaced by the source word its attention row weights most
     attention_table    the (T, S) attention as plain text (the command line's --show-attention)
 
@@ -24,8 +25,9 @@ from course_utils.data import length_batches, normalize_string, pad_ids
 from course_utils.search import beam_search, force_decode, greedy_decode
 from course_utils.vocab import EOS_TOKEN, UNK_ID, UNK_TOKEN
 
-__all__ = ["Translation", "prepare_source", "clip_text", "source_warnings", "replace_unknown_words",
-           "copyable_positions", "translate", "translate_forced", "translate_batch", "attention_table"]
+__all__ = ["Translation", "Source", "prepare_source", "clip_text", "source_warnings", "replace_unknown_words",
+           "copyable_positions", "translate", "translate_forced", "translate_batch", "translate_sources",
+           "attention_table"]
 
 
 class Translation(NamedTuple):
@@ -55,14 +57,23 @@ class Translation(NamedTuple):
         return " ".join(token for token in self.output_tokens if token != EOS_TOKEN)
 
 
-def prepare_source(src_vocab, sentence: str) -> tuple[list[str], list[int], list[str]]:
+class Source(NamedTuple):
+    """A raw sentence made ready for the model by `prepare_source`. Introduced in notebook 06."""
+
+    words: list[str]  # the normalised words (unknown ones as typed)
+    ids: list[int]  # their ids, EOS appended (unknown words -> UNK_ID)
+    unknown: list[str]  # the words missing from the vocabulary
+
+
+def prepare_source(src_vocab, sentence: str) -> Source:
     """Normalise a raw sentence and turn it into ids; refuse input the model cannot translate.
 
     Args:
         src_vocab: the source `Vocab`.
         sentence: raw text, e.g. "Je suis très fatigué."
     Returns:
-        (words, ids with EOS appended, unknown words).
+        Source(words, ids with EOS appended, unknown words): the one text path of translation (the command line
+        checks its lines with it too, then translates what it prepared with `translate_sources`).
     Raises:
         ValueError: the sentence is empty after normalisation, or every word is unknown.
 
@@ -81,7 +92,7 @@ def prepare_source(src_vocab, sentence: str) -> tuple[list[str], list[int], list
         raise ValueError(f"every word is unknown to this model's vocabulary ({clip_text(', '.join(unknown))}); "
                          "the model was trained on French sentences such as 'je suis fatigue .'; check the "
                          "language direction and spelling")
-    return words, ids, unknown
+    return Source(words, ids, unknown)
 
 
 def clip_text(text: str, limit: int = 60) -> str:
@@ -210,9 +221,18 @@ def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_
 
     Introduced in notebook 06.
     """
+    results = translate_sources(model, tgt_vocab, [prepare_source(src_vocab, sentence) for sentence in sentences],
+                                beam_width=beam_width, batch_size=batch_size, max_length=max_length)
+    return [replace_unknown_words(result) for result in results] if replace_unknown else results
+
+
+def translate_sources(model, tgt_vocab, prepared: Sequence[Source], beam_width: int = 1, batch_size: int = 64,
+                      max_length: int | None = None) -> list[Translation]:
+    """The decoding half of `translate_batch`: sentences already made ready by `prepare_source` -> one
+    `Translation` per sentence, in input order (greedy in batches of similar length, or beam search one by one).
+    Introduced in notebook 06."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    prepared = [prepare_source(src_vocab, sentence) for sentence in sentences]
     results: list[Translation | None] = [None] * len(prepared)
     if beam_width > 1:
         for i, (words, ids, unknown) in enumerate(prepared):
@@ -230,8 +250,6 @@ def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_
                     attention = output.attention[row, :length, :len(ids)].cpu()  # (T, S)
                 results[i] = _to_translation(words, unknown, tgt_vocab, output.tokens[row, :length].tolist(),
                                              attention, float(output.log_prob[row]))
-    if replace_unknown:
-        results = [replace_unknown_words(result) for result in results]
     return results
 
 

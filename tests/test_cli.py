@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from course_utils import cli, data
+from course_utils import cli, data, translate
 from course_utils.checkpoints import TrainedModel, load_checkpoint, save_checkpoint
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
@@ -127,16 +127,21 @@ def test_translate_lines_falls_back_to_one_line_at_a_time(tiny_course_data, monk
 
     model = Seq2Seq(ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab),
                                 embedding_size=8, hidden_size=16)).eval()
-    real = batch_translate.translate_batch
+    real = batch_translate.translate_sources
+    prepared = []
 
-    def fragile(model, src_vocab, tgt_vocab, sentences, **kwargs):
-        if any("grand" in sentence for sentence in sentences):
+    def fragile(model, tgt_vocab, sources, **kwargs):
+        prepared.extend(sources)
+        if any("grand" in source.words for source in sources):
             raise RuntimeError("boom")
-        return real(model, src_vocab, tgt_vocab, sentences, **kwargs)
-    monkeypatch.setattr(batch_translate, "translate_batch", fragile)
+        return real(model, tgt_vocab, sources, **kwargs)
+    monkeypatch.setattr(batch_translate, "translate_sources", fragile)
+    monkeypatch.setattr(batch_translate, "prepare_source", lambda *a: pytest.fail("prepared twice"))
     warnings = []
     raw = batch_translate.read_lines(io.BytesIO(b"je suis fatigue .\nil est grand .\nelle cuisine ."))
-    lines = batch_translate.check_lines(raw, tiny_course_data.src_vocab, warnings.append)
+    with monkeypatch.context() as checking:  # check_lines prepares each line once; translating reuses it
+        checking.setattr(batch_translate, "prepare_source", translate.prepare_source)
+        lines = batch_translate.check_lines(raw, tiny_course_data.src_vocab, warnings.append)
     assert [line.number for line in lines] == [1, 2, 3] and warnings == []
     trained = SimpleNamespace(model=model, src_vocab=tiny_course_data.src_vocab, tgt_vocab=tiny_course_data.tgt_vocab)
     outputs = batch_translate.translate_lines(trained, lines, batch_size=8, warn=warnings.append)

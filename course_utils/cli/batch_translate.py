@@ -19,7 +19,14 @@ from collections.abc import Callable, Sequence
 from typing import IO, NamedTuple
 
 from course_utils.data import length_batches
-from course_utils.translate import clip_text, prepare_source, source_warnings, translate_batch
+from course_utils.translate import (
+    Source,
+    clip_text,
+    prepare_source,
+    replace_unknown_words,
+    source_warnings,
+    translate_sources,
+)
 
 __all__ = ["Warn", "SourceLine", "read_lines", "check_lines", "translate_lines", "write_lines", "translate_stream"]
 
@@ -31,13 +38,11 @@ def _warn_on_stderr(message: str) -> None:
 
 
 class SourceLine(NamedTuple):
-    """One input line: its 1-based number and its text, or None when there is nothing to translate.
-
-    Used by the package, not a notebook.
-    """
+    """One input line: its 1-based number and its text made ready (`translate.prepare_source`), or None when there
+    is nothing to translate. Used by the package, not a notebook."""
 
     number: int
-    text: str | None
+    source: Source | None
 
 
 def read_lines(stream: IO) -> list[bytes]:
@@ -78,14 +83,14 @@ def check_lines(raw_lines: Sequence[bytes], src_vocab, warn: Warn) -> list[Sourc
             lines.append(SourceLine(number, None))
             continue
         try:
-            words, _, unknown = prepare_source(src_vocab, text)
+            source = prepare_source(src_vocab, text)
         except ValueError as error:
             warn(f"line {number}: {error}; wrote an empty line")
             lines.append(SourceLine(number, None))
             continue
-        for message in source_warnings(words, unknown):
+        for message in source_warnings(source.words, source.unknown):
             warn(f"line {number}: {message}")
-        lines.append(SourceLine(number, text))
+        lines.append(SourceLine(number, source))
     return lines
 
 
@@ -104,25 +109,25 @@ def translate_lines(trained, lines: Sequence[SourceLine], beam_width: int = 1, b
     if batch_size < 1 or beam_width < 1:
         raise ValueError(f"batch_size and beam_width must be >= 1, got {batch_size} and {beam_width}")
     outputs = [""] * len(lines)
-    todo = [index for index, line in enumerate(lines) if line.text is not None]
-    for batch in length_batches([len(lines[index].text.split()) for index in todo], batch_size):
+    todo = [index for index, line in enumerate(lines) if line.source is not None]
+    for batch in length_batches([len(lines[index].source.words) for index in todo], batch_size):
         chunk = [todo[position] for position in batch]
         try:
-            results = translate_batch(trained.model, trained.src_vocab, trained.tgt_vocab,
-                                      [lines[i].text for i in chunk], beam_width=beam_width, batch_size=len(chunk),
-                                      replace_unknown=replace_unknown)
+            results = translate_sources(trained.model, trained.tgt_vocab, [lines[i].source for i in chunk],
+                                        beam_width=beam_width, batch_size=len(chunk))
         except (ValueError, RuntimeError):
-            results = [_translate_one(trained, lines[i], beam_width, warn, replace_unknown) for i in chunk]
+            results = [_translate_one(trained, lines[i], beam_width, warn) for i in chunk]
         for index, result in zip(chunk, results):
-            outputs[index] = "" if result is None else result.text
+            if result is not None:
+                outputs[index] = (replace_unknown_words(result) if replace_unknown else result).text
     return outputs
 
 
-def _translate_one(trained, line: SourceLine, beam_width: int, warn: Warn, replace_unknown: bool = False):
+def _translate_one(trained, line: SourceLine, beam_width: int, warn: Warn):
     """The fallback: one line alone; None (and a warning naming the line) when even that fails."""
     try:
-        return translate_batch(trained.model, trained.src_vocab, trained.tgt_vocab, [line.text],
-                               beam_width=beam_width, batch_size=1, replace_unknown=replace_unknown)[0]
+        return translate_sources(trained.model, trained.tgt_vocab, [line.source], beam_width=beam_width,
+                                 batch_size=1)[0]
     except (ValueError, RuntimeError) as error:
         warn(f"line {line.number}: {clip_text(str(error), 300)}; wrote an empty line")
         return None
