@@ -170,10 +170,16 @@ def notebook_paths() -> dict[int, Path]:
     return dict(sorted(paths.items()))
 
 
+PREVIEW = 0  # notebook 00 previews the course with the package's trained models and functions; it opens none up
+
+
 def first_uses(exposed: dict[tuple[str, str], int]) -> dict[int, int]:
-    """{id(obj): the first notebook whose code uses it}, through any module that exposes the object."""
+    """{id(obj): the first notebook whose code uses it}, through any module that exposes the object (notebook 00,
+    the preview, introduces nothing: an object is introduced where a notebook dissects it)."""
     first_use: dict[int, int] = {}
     for number, path in notebook_paths().items():
+        if number == PREVIEW:
+            continue
         for use in course_utils_uses(code_cells(path)):
             if use in exposed:
                 first_use.setdefault(exposed[use], number)
@@ -204,7 +210,7 @@ def check_tag(item: PublicObject, first_use: int | None, notebooks: set[int]) ->
     """What is wrong with one object's tag, or None."""
     tagged = tagged_notebook(item.doc)
     package_only = PACKAGE_ONLY in " ".join(item.doc.split())
-    used = f"first used in notebook {first_use:02d}" if first_use else "used by no notebook"
+    used = f"first used in notebook {first_use:02d}" if first_use is not None else "used by no notebook"
     if tagged is None and not package_only:
         return f"{item.qualname}: no tag ({used})"
     current = f"notebook {tagged:02d}" if tagged is not None else f"'{PACKAGE_ONLY}'"
