@@ -2,6 +2,7 @@
 
     loss = masked_nll_loss(log_probs, batch.tgt)     # (B, T, V), (B, T) -> scalar; PAD positions ignored
     perplexity(loss)                                 # exp(mean NLL per token)
+    smoothed_targets(tgt, V, 0.1)                    # (B, T) -> (B, T, V) the label-smoothed target distribution
 
 Introduced in notebook 05.
 """
@@ -14,7 +15,7 @@ from torch import Tensor
 
 from course_utils.vocab import PAD_ID
 
-__all__ = ["masked_nll_loss", "perplexity"]
+__all__ = ["masked_nll_loss", "smoothed_targets", "perplexity"]
 
 
 def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -46,6 +47,25 @@ def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", lab
     if reduction == "mean":
         uniform = uniform / real.sum()
     return (1 - label_smoothing) * nll + label_smoothing * uniform
+
+
+def smoothed_targets(tgt: Tensor, vocab_size: int, label_smoothing: float) -> Tensor:
+    """The target distribution q that label smoothing trains towards, as PyTorch's cross_entropy defines it.
+
+    q(v) = (1 - eps) * [v == gold] + eps / V for every word v of the vocabulary (the gold word itself included, so
+    it gets 1 - eps + eps / V; so do <pad>, <sos> and <unk>, eps / V each); rows of PAD positions are all 0 (ignored).
+    Args:
+        tgt: (B, T) target ids, PAD_ID where there is no token.  vocab_size: V.  label_smoothing: eps in [0, 1).
+    Returns:
+        (B, T, V) float tensor; each real position's row sums to 1. The label-smoothed loss is
+        -(q * log_probs).sum() / number of real tokens, which equals masked_nll_loss(..., label_smoothing=eps).
+    Introduced in notebook 05.
+    """
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing}; the recipes use 0.1 or 0.2")
+    one_hot = F.one_hot(tgt, vocab_size).float()  # (B, T, V)
+    q = (1 - label_smoothing) * one_hot + label_smoothing / vocab_size  # (B, T, V)
+    return q * (tgt != PAD_ID).unsqueeze(-1)  # (B, T, V) zero rows at the pads
 
 
 def perplexity(mean_nll: float) -> float:

@@ -8,11 +8,15 @@ Two kinds of numbers live here:
   whole map is from a monotone, left-to-right alignment (diagonal deviation);
 * how well the words a classifier selects match a gold rationale (precision, recall, fraction kept).
 
+BLEU is also written out by hand (clipped n-gram precisions, brevity penalty) so that notebook 05 can check it
+against sacreBLEU.
+
 Introduced in notebook 05 (scores), notebook 06 (attention statistics) and notebook 08 (rationales).
 """
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -20,7 +24,8 @@ import numpy as np
 import torch
 from sacrebleu.metrics import BLEU, CHRF
 
-__all__ = ["Scores", "corpus_scores", "attention_entropy", "diagonal_deviation", "max_entropy", "RationaleScores",
+__all__ = ["Scores", "corpus_scores", "NgramCounts", "ngram_precisions", "brevity_penalty", "bleu_by_hand",
+           "attention_entropy", "diagonal_deviation", "max_entropy", "RationaleScores",
            "rationale_scores"]
 
 
@@ -76,6 +81,81 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Score
     chrf_score = chrf.corpus_score(hypotheses, [references])
     signature = f"BLEU {bleu.get_signature()} / chrF2 {chrf.get_signature()}"
     return Scores(bleu=float(bleu_score.score), chrf=float(chrf_score.score), signature=signature)
+
+
+class NgramCounts(NamedTuple):
+    """BLEU's sufficient statistics of a corpus, summed over its sentences. Introduced in notebook 05.
+
+    matches[n-1]: clipped matches of the hypotheses' n-grams (each n-gram counted at most as often as it occurs in
+    the reference); totals[n-1]: the hypotheses' n-grams; hyp_len, ref_len: tokens of all hypotheses and references.
+    """
+
+    matches: list[int]
+    totals: list[int]
+    hyp_len: int
+    ref_len: int
+
+
+def _ngrams(tokens: list[str], n: int) -> Counter:
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+
+
+def ngram_precisions(hypotheses: Sequence[str], references: Sequence[str], max_n: int = 4) -> NgramCounts:
+    """Clipped ("modified") n-gram counts of `hypotheses` against one reference each, for n = 1..max_n.
+
+    Both are lists of N tokenised sentences (tokens separated by spaces, as the course's normalised text; sacreBLEU's
+    13a tokeniser leaves such text unchanged). A hypothesis n-gram counts as a match at most as many times as it
+    occurs in its reference: "the the the" against "the cat" matches one unigram of three. The counts are summed
+    over the corpus BEFORE any division (corpus BLEU, not an average of sentence scores).
+    Returns NgramCounts(matches, totals, hyp_len, ref_len). Introduced in notebook 05.
+    """
+    hypotheses = _check_sentences("hypotheses", hypotheses)
+    references = _check_sentences("references", references)
+    if len(hypotheses) != len(references):
+        raise ValueError(f"got {len(hypotheses)} hypotheses but {len(references)} references; pass exactly one "
+                         f"reference per hypothesis, in the same order")
+    if max_n < 1:
+        raise ValueError(f"max_n must be at least 1 (BLEU uses 4), got {max_n}")
+    matches, totals, hyp_len, ref_len = [0] * max_n, [0] * max_n, 0, 0
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        hyp, ref = hypothesis.split(), reference.split()
+        hyp_len, ref_len = hyp_len + len(hyp), ref_len + len(ref)
+        for n in range(1, max_n + 1):
+            hyp_counts, ref_counts = _ngrams(hyp, n), _ngrams(ref, n)
+            matches[n - 1] += sum(min(count, ref_counts[gram]) for gram, count in hyp_counts.items())  # clipped
+            totals[n - 1] += sum(hyp_counts.values())
+    return NgramCounts(matches, totals, hyp_len, ref_len)
+
+
+def brevity_penalty(hyp_len: int, ref_len: int) -> float:
+    """BLEU's brevity penalty BP = min(1, exp(1 - r / c)) for c hypothesis and r reference tokens (0 when c = 0).
+
+    Precision alone rewards saying little ("i ." scores p1 = 1 against "i m cold ."); BP punishes a corpus of
+    hypotheses shorter than its references, and never rewards a longer one. Introduced in notebook 05.
+    """
+    if hyp_len <= 0:
+        return 0.0
+    return min(1.0, math.exp(1 - ref_len / hyp_len))
+
+
+def bleu_by_hand(hypotheses: Sequence[str], references: Sequence[str], max_n: int = 4) -> float:
+    """Corpus BLEU (0..100) written out: BP * exp(mean over n of log p_n), p_n = matches_n / totals_n.
+
+    Equal to sacreBLEU's default corpus BLEU (corpus_scores) on tokenised text that its 13a tokeniser leaves
+    unchanged, including its default "exp" smoothing: an order n with no match at all would make log p_n = -inf,
+    so the k-th such order gets p_n = 1 / (2^k * totals_n) instead. No match of any order, or no n-grams of some
+    order in the whole corpus: 0. Introduced in notebook 05.
+    """
+    counts = ngram_precisions(hypotheses, references, max_n)
+    if not any(counts.matches) or not all(counts.totals):
+        return 0.0
+    log_precisions, zero_orders = [], 0
+    for matched, total in zip(counts.matches, counts.totals, strict=True):
+        if matched == 0:
+            zero_orders += 1
+            matched = 1 / 2 ** zero_orders  # sacreBLEU's "exp" smoothing
+        log_precisions.append(math.log(matched / total))
+    return 100 * brevity_penalty(counts.hyp_len, counts.ref_len) * math.exp(sum(log_precisions) / max_n)
 
 
 def _as_attention_matrix(weights, name: str = "weights") -> torch.Tensor:

@@ -74,3 +74,24 @@ def test_perplexity_is_exp_of_the_mean_nll_and_does_not_overflow():
     assert perplexity(math.log(7.0)) == pytest.approx(7.0)
     assert math.isfinite(perplexity(1e6))
 
+
+
+def test_smoothed_targets_is_pytorchs_target_distribution():
+    from course_utils.loss import smoothed_targets
+
+    torch.manual_seed(0)
+    log_probs = torch.randn(2, 4, 9).log_softmax(-1)  # (B, T, V)
+    tgt = torch.tensor([[5, 2, PAD_ID, PAD_ID], [4, 6, 7, 2]])
+    q = smoothed_targets(tgt, 9, 0.1)  # (B, T, V)
+    real = tgt != PAD_ID
+    torch.testing.assert_close(q.sum(-1), real.float())  # rows sum to 1; pads are all 0
+    assert q[0, 0, 5] == pytest.approx(0.9 + 0.1 / 9) and q[0, 0, 3] == pytest.approx(0.1 / 9)
+    by_hand = -(q * log_probs).sum() / real.sum()
+    expected = torch.nn.functional.cross_entropy(log_probs.reshape(8, 9), tgt.reshape(8), ignore_index=PAD_ID,
+                                                 label_smoothing=0.1)
+    torch.testing.assert_close(by_hand, expected)
+    torch.testing.assert_close(by_hand, masked_nll_loss(log_probs, tgt, label_smoothing=0.1))
+    torch.testing.assert_close(smoothed_targets(tgt, 9, 0.0), torch.nn.functional.one_hot(tgt, 9) * real[..., None]
+                               * 1.0)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        smoothed_targets(tgt, 9, 1.5)

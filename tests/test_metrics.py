@@ -178,3 +178,74 @@ def test_rationale_scores_edge_cases():
     assert rationale_scores(mask, gold, mask).precision == pytest.approx(2 / 6)  # everything selected: recall 1
     with pytest.raises(ValueError, match="one shape"):
         rationale_scores(gold, gold[:, :2], mask)
+
+
+# ---------------------------------------------------------------- BLEU by hand
+
+def sacrebleu_corpus_bleu(hyps, refs):
+    import sacrebleu
+
+    return sacrebleu.corpus_bleu(hyps, [refs], force=True)
+
+
+BLEU_CASES = {
+    "two sentences": (["i m very tired .", "he is a good teacher ."], ["i m so tired .", "he is a teacher ."]),
+    "clipping": (["the the the the"], ["the cat is on the mat"]),
+    "short hypothesis": (["i m cold ."], ["i m very cold today ."]),
+    "no 4-gram match (exp smoothing)": (["we re late here ."], ["we re not late ."]),
+    "no 3- or 4-gram match": (["you are tall ."], ["are you tall ?"]),
+    "longer hypothesis": (["she is a very very good teacher ."], ["she is a good teacher ."]),
+}
+
+
+@pytest.mark.parametrize("case", BLEU_CASES)
+def test_bleu_by_hand_equals_sacrebleu_corpus_bleu(case):
+    from course_utils.metrics import bleu_by_hand, ngram_precisions
+
+    hyps, refs = BLEU_CASES[case]
+    expected = sacrebleu_corpus_bleu(hyps, refs)
+    counts = ngram_precisions(hyps, refs)
+    assert counts.matches == expected.counts and counts.totals == expected.totals
+    assert (counts.hyp_len, counts.ref_len) == (expected.sys_len, expected.ref_len)
+    assert bleu_by_hand(hyps, refs) == pytest.approx(expected.score, abs=1e-9)
+    assert bleu_by_hand(hyps, refs) == pytest.approx(corpus_scores(hyps, refs).bleu, abs=1e-9)
+
+
+def test_clipping_counts_a_repeated_word_at_most_as_often_as_the_reference_has_it():
+    from course_utils.metrics import ngram_precisions
+
+    counts = ngram_precisions(["the the the the"], ["the cat is on the mat"])
+    assert counts.matches[0] == 2 and counts.totals[0] == 4  # "the" twice in the reference: 2 of 4, not 4 of 4
+
+
+def test_brevity_penalty_punishes_short_hypotheses_only():
+    from course_utils.metrics import brevity_penalty
+
+    assert brevity_penalty(5, 5) == 1.0 and brevity_penalty(7, 5) == 1.0
+    assert brevity_penalty(3, 5) == pytest.approx(math.exp(1 - 5 / 3))
+    assert brevity_penalty(0, 5) == 0.0
+
+
+def test_bleu_by_hand_matches_sacrebleu_on_random_corpora():
+    from course_utils.metrics import bleu_by_hand
+
+    rng = np.random.default_rng(0)
+    words = "i m you re he is a the cold tired good . !".split()
+    for _ in range(50):
+        n = int(rng.integers(1, 5))
+        hyps = [" ".join(rng.choice(words, int(rng.integers(1, 9)))) for _ in range(n)]
+        refs = [" ".join(rng.choice(words, int(rng.integers(1, 9)))) for _ in range(n)]
+        assert bleu_by_hand(hyps, refs) == pytest.approx(sacrebleu_corpus_bleu(hyps, refs).score, abs=1e-6)
+
+
+def test_bleu_by_hand_is_zero_without_matches_and_names_bad_input():
+    from course_utils.metrics import bleu_by_hand, ngram_precisions
+
+    assert bleu_by_hand(["a b c d"], ["e f g h"]) == 0.0
+    assert sacrebleu_corpus_bleu(["a b c d"], ["e f g h"]).score == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="one reference per hypothesis"):
+        ngram_precisions(["a"], ["a", "b"])
+    with pytest.raises(ValueError, match="max_n"):
+        ngram_precisions(["a"], ["a"], max_n=0)
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        bleu_by_hand("a b", ["a b"])
