@@ -107,13 +107,13 @@ class ClassifierOutput(NamedTuple):
 
 
 class LectureAttentionClassifier(nn.Module):
-    """EXHIBIT: the lecture's `AttentionClassifier`, as shown (LSTMs, batch-first), with its bugs kept.
+    """EXHIBIT, in the spirit of the lecture's attention classifier, simplified: its two bugs kept, not its code.
 
-    forward(words (B, S)) -> (logits (B, C), weights (B, S), sparsity_loss). Bug 1: the second pass runs the
-    attender LSTM again, so the predictor is never used (its parameters get no gradient). Bug 2: the sparsity term
-    is `weights.masked_fill(mask, 0).mean()` with mask True on words: masked_fill fills where the mask is True, so
-    it zeroes the WORDS and averages the padding: 0 for an unpadded sentence, and never a push on a word. (Also
-    notebook 02's bug: unpacked, the final state is read after the padding.) Introduced in notebook 08.
+    forward(words (B, S)) -> (logits (B, C), weights (B, S), sparsity_loss). Bug 1 (the lecture's): the second pass
+    runs the attender again, so the predictor is never used (no gradient). Bug 2 (the lecture's): the sparsity term
+    is the mean of the weights over the PADDING positions (the lecture: a masked mean over `input_ids == padding_id`):
+    0 for an unpadded batch, no push on a word. Simplified: 1-layer LSTMs, trained embeddings, unpacked (the
+    lecture: both passes packed, a 2-layer bidirectional LSTM on frozen word vectors). Introduced in notebook 08.
     """
 
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
@@ -133,7 +133,7 @@ class LectureAttentionClassifier(nn.Module):
         weighted = embedded * weights.unsqueeze(-1)  # (B, S, E)
         _, (final, _) = self.attender(weighted)  # BUG 1: self.attender, not self.predictor; final (1, B, H)
         logits = self.output(final[-1])  # (B, C)
-        sparsity_loss = weights.masked_fill(mask, 0.0).mean()  # BUG 2: zeroes the words, averages the padding
+        sparsity_loss = (weights * ~mask).sum() / (~mask).sum().clamp(min=1)  # BUG 2: the mean over the PADDING
         return logits, weights, sparsity_loss
 
 

@@ -79,14 +79,17 @@ def test_subject_batches_cover_every_pair_and_trim_the_padding(vocab):
 
 
 # ---------------------------------------------------------------------------------------------- the exhibit
-def test_lecture_bug_2_the_sparsity_term_is_zero_for_an_unpadded_sentence(batch, vocab):
+def test_lecture_bug_2_the_sparsity_term_is_the_mean_over_the_padding(batch, vocab):
     torch.manual_seed(0)
     lecture = LectureAttentionClassifier(len(vocab))
     logits, weights, sparsity = lecture(batch.words[:1, :4])  # one unpadded sentence
     assert logits.shape == (1, len(SUBJECTS)) and weights.shape == (1, 4)
     assert sparsity.item() == 0.0 and weights.min() > 0.3  # words have weights, the term sees none of them
-    _, weights, sparsity = lecture(batch.words)  # padded: the term averages the two padded positions' weights
-    assert sparsity.item() == pytest.approx(weights[~batch.mask].sum().item() / batch.mask.numel())
+    _, weights, sparsity = lecture(batch.words)  # padded: the term is the mean over the padded positions only
+    assert sparsity.item() == pytest.approx(weights[~batch.mask].mean().item())
+    z = weights.detach().requires_grad_()  # its gradient reaches the padding, never a word
+    (z * ~batch.mask).sum().div((~batch.mask).sum()).backward()
+    assert (z.grad[batch.mask] == 0).all() and (z.grad[~batch.mask] > 0).all()
 
 
 def test_lecture_bug_1_the_predictor_never_runs(batch, vocab):

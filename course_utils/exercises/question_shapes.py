@@ -40,6 +40,17 @@ def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Te
     return src, torch.tensor(lengths)
 
 
+# ------------------------------------------------------------------------------------------- 00 why attention
+def nb00_dot_attention() -> Shapes:
+    """The shapes notebook 00's question on dot attention asks for. Used by the package, not a notebook."""
+    from course_utils.attention import DotAttention
+
+    torch.manual_seed(0)
+    mask = torch.arange(6)[None, :] < torch.tensor([6, 4, 2])[:, None]  # (3, 6)
+    context, weights = DotAttention()(torch.randn(3, 16), torch.randn(3, 6, 16), mask)
+    return _shapes(weights, context)
+
+
 # ------------------------------------------------------------------------------------------- 01 data
 def nb01_collate() -> Shapes:
     """The shapes notebook 01's question on collate asks for. Used by the package, not a notebook."""

@@ -1,7 +1,7 @@
 """Questions to think about: a few "predict the shape" and concept questions per notebook, answered only on the
 lecturers' solutions page of the course site (`python -m course_utils site --output DIR`, DIR/solutions.html).
 
-`QUESTIONS` maps a notebook id ("01" ... "08", the NN of notebooks/NN_name.ipynb and of the exercise modules
+`QUESTIONS` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb and of the exercise modules
 nbNN_*) to its `Question`s; `show_questions("03")` lists a notebook's prompts, without the answers, for its last
 cell. A shape question keeps what it asks about as code: `compute()` builds the real package objects (tiny
 vocabularies, seeded, untrained) and returns the shapes they produce, and `shapes` holds the shapes its answer
@@ -62,6 +62,27 @@ def _concept(notebook: str, prompt: str, answer: str) -> Question:
 
 
 QUESTIONS: dict[str, list[Question]] = {
+    "00": [
+        _shape("00", "A decoder attends with dot attention: its state `query` is (3, 16) for a batch of 3 sentences, "
+                     "the encoder's outputs `keys` are (3, 6, 16) (the longest sentence has 6 tokens, the others are "
+                     "padded) and `mask` is (3, 6). What are the shapes of the weights and of the context?",
+               "`weights` (3, 6) and `context` (3, 16): one weight per source position (padding included, where it "
+               "is exactly 0), summing to 1 per sentence, and one weighted sum of the keys per sentence. Notebook "
+               "03 builds this step by step.",
+               ((3, 6), (3, 16)), question_shapes.nb00_dot_attention),
+        _concept("00", "Without attention, what does the decoder know about the French sentence at its tenth output "
+                       "word, and why does that make long sentences harder?",
+                 "Only the encoder's final state, one vector of H numbers computed once, plus what its own state "
+                 "carried forward: every word of the source had to be squeezed into it. With attention the decoder "
+                 "reads all S encoder outputs again at every step, so nothing has to survive the squeeze. How much "
+                 "that matters by length is an empirical question: the notebook measures it on one run."),
+        _concept("00", "In the course's names, which tensors are the query, the keys and the values, and why does "
+                       "the mask matter?",
+                 "The query is the decoder's state (B, H); the keys and the values are both the encoder's outputs "
+                 "(B, S, K) (a Transformer projects them apart). The mask is True on real tokens: the scores of "
+                 "padded positions are set to minus infinity before the softmax, so their weight is exactly 0 and "
+                 "padding never enters the context."),
+    ],
     "01": [
         _shape("01", "Three training pairs go through `TranslationDataset` and `collate_batch`. Their French sources "
                      "have 4, 7 and 2 words, their English targets 3, 5 and 6 words. What are the shapes of "
@@ -222,9 +243,11 @@ QUESTIONS: dict[str, list[Question]] = {
                  "0 when all the weight is on one token and reaches log S when the weight is spread evenly. A "
                  "high-entropy row means the context is an average of many keys: the decoder relies on its state, "
                  "and the row says little about which word mattered."),
-        _concept("06", "Hiding the most attended word and hiding the least attended word each changed most "
-                       "translations, nearly equally often. What does that say about heatmaps as explanations?",
-                 "The weights rank the words by importance only loosely. A word can shape the output through the "
+        _concept("06", "Hiding the least attended word changes about as many translations as hiding the most "
+                       "attended one, and in some runs more. What does that say about heatmaps as explanations?",
+                 "Attention weight is not importance (Jain and Wallace, 2019; Serrano and Smith, 2019): the "
+                 "weights rank the words by their effect on the output only loosely. A word can shape the output "
+                 "through the "
                  "encoder's recurrent state (it changes every key after it and the decoder's initial state) "
                  "without receiving attention, and weight is often parked on `<eos>` or punctuation. Attention is "
                  "evidence of where the decoder looked, one path of information through the model, not an "
@@ -232,9 +255,10 @@ QUESTIONS: dict[str, list[Question]] = {
         _concept("06", "The 2017 tutorial labels its heatmap axes with `[''] + tokens`. Why is the `''` needed, and "
                        "what happens without it?",
                  "The tutorial sets the labels before fixing where the ticks are; `MultipleLocator(1)` also makes "
-                 "an off-screen tick at -1, and the `''` fills it, so the real labels land on the right cells by "
-                 "accident. Without it every label shifts one cell to the left (and one row up), onto the wrong "
-                 "word, with no error. `viz.plot_attention` places one tick per cell explicitly."),
+                 "an off-screen tick at -1, and the `''` fills it. It works: every real label lands on its own "
+                 "cell. Its faults are that it is fragile and that matplotlib warns about it: drop the `''` and "
+                 "every label shifts one cell to the left (and one row up), onto the wrong word, with no error. "
+                 "`viz.plot_attention` places one tick per cell explicitly."),
     ],
     "07": [
         _shape("07", "Beam search with k = 4 on one sentence of S = 6 tokens (keys of size K = 32, 40 target words): "
@@ -278,13 +302,13 @@ QUESTIONS: dict[str, list[Question]] = {
                "The model sums the rows of a sentence's words instead of building the (B, V) counts: the same "
                "result.",
                ((30, 6), (4, 30), (4, 6)), question_shapes.nb08_bag_of_words),
-        _concept("08", "The lecture's sparsity term is `weights.masked_fill(mask, 0.0).mean()` with `mask = words != "
-                       "PAD_ID`. Why did it print 0 for the example sentence, and what does the penalty push on?",
-                 "`masked_fill` writes the value where the mask is True, and the mask is True on the words: the "
-                 "line zeroes every word's weight and averages what is left, the padding's weights, over all "
-                 "B * S positions. For an unpadded sentence it is exactly 0 whatever the weights, and in a padded "
-                 "batch its gradient never reaches a word. The fix averages the gates over each sentence's real "
-                 "words, then over the sentences."),
+        _concept("08", "The lecture's sparsity term is a masked mean of the attention weights over `input_ids == "
+                       "padding_id`. Why is it 0 for an unpadded sentence, and what does the penalty push on?",
+                 "`input_ids == padding_id` is True on the padding, so the masked mean is taken over the padding "
+                 "positions, not over the words. An unpadded sentence (or batch) has no padding position: the mean "
+                 "over nothing is 0 whatever the weights. In a padded batch the term is the padding's mean weight, "
+                 "and its gradient never reaches a word. The fix averages the gates over each sentence's real "
+                 "words (the mask `input_ids != padding_id`), then over the sentences."),
         _concept("08", "Why are soft gates not a real selection, and what do hard gates with the straight-through "
                        "estimator change?",
                  "A soft gate of 0.01 makes a word small, not absent: the predictor still reads it, and the answer "

@@ -1,0 +1,46 @@
+"""What notebooks 06 and 08 (and their questions) say about their sources: no claim the sources contradict.
+
+The lecture's attention classifier packs both passes and takes its sparsity term as a masked mean over the padding;
+the course's exhibit is a simplified model of its own, labelled so. Hiding the most or the least attended word
+(notebook 06) is an observation whose order flips between runs: never asserted, related to the literature."""
+import json
+from pathlib import Path
+
+from course_utils.exercises.questions import QUESTIONS
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def _text(name: str) -> str:
+    cells = json.loads((NOTEBOOKS / name).read_text())["cells"]
+    return "\n".join("".join(cell["source"]) for cell in cells)
+
+
+def test_notebook_08_labels_its_exhibit_and_does_not_claim_the_lecture_runs_unpacked():
+    text = _text("08_attention_classification.ipynb")
+    assert "as shown" not in text and "the LSTMs run unpacked, so" not in text
+    assert "not the lecture's" in text and "pack_padded_sequence" in text
+    assert "input_ids == padding_id" in text and "one `display()` call per word" in text
+    assert "<div" not in text.split("## 6. Showing the selections")[1].split("## Recap")[0].replace(
+        '"<div" not in', "")  # the exhibit no longer blames block <div>s
+
+
+def test_question_08_explains_the_sparsity_bug_by_the_padding_mask():
+    question, answer = next((q.prompt, q.answer) for q in QUESTIONS["08"] if "sparsity term" in q.prompt)
+    assert "input_ids == padding_id" in question and "masked_fill" not in question + answer
+    assert "padding positions" in answer
+
+
+def test_notebook_06_reports_the_hiding_test_as_an_observation_and_cites_the_literature():
+    text = _text("06_heatmaps.ipynb")
+    assert "nearly as often" not in text and "nearly equally" not in text
+    assert "Serrano and Smith (2019" in text and "Jain and Wallace (2019" in text
+    assert 'claims.observe("06.changed_by_hiding_most_least"' in text
+    assert "assert most" not in text and "assert least" not in text  # the order is never asserted
+    question = next(q for q in QUESTIONS["06"] if "least attended" in q.prompt)
+    assert "nearly equally" not in question.prompt and "Serrano" in question.answer
+
+
+def test_notebook_06_says_the_padding_workaround_works_but_is_fragile():
+    text = _text("06_heatmaps.ipynb")
+    assert "right by accident" not in text and "workaround **works**" in text and "fragile" in text
