@@ -190,7 +190,7 @@ def observe(name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
     """Print an observation of one run as "stored run: X; this run: Y" (`show` formats a value), log it, and with
     COURSE_RECORD_STORED_RUN=1 in full mode record it as the stored run's. Never asserts. Returns `value`.
 
-    `name` is "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 06."""
+    `name` is "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 04."""
     value = _plain(value)
     stored = stored_run()
     if os.environ.get(RECORD_ENV, "").strip() == "1" and not fast_mode():
