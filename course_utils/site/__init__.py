@@ -8,10 +8,15 @@ What DIR holds (open DIR/index.html in a browser, from disk or any web server):
 
     index.html            the notebooks, each with its title, what it teaches (its first paragraph and the
                           "Builds on"/"Prerequisites"/"Time" lines of its first cell) and links to its page and slides
-    NN_name.html          the executed notebook as it is stored (nbconvert's HTMLExporter, JupyterLab look)
+    NN_name.html          the executed notebook (nbconvert's HTMLExporter, JupyterLab look), as the learner reads it
+                          (course_utils.site.learner): no NBVAL markers, the Colab cell folded, test paths as
+                          footnotes, each question's answer folded under it
     NN_name.slides.html   the same notebook as reveal.js slides (nbconvert's SlidesExporter; slide types from
                           course_utils.site.slides, so the deck exists even before the notebooks carry the metadata;
                           key `s` opens the speaker view with the notes)
+    session-N.slides.html the condensed deck of lecture session N (1: notebooks 00-04, 2: 05-08) from the cells
+                          tagged `lecture` (course_utils.site.lecture_plan, course_utils.site.decks): at most 30
+                          1280x720 slides, the rest of each cell in the speaker notes; absent while no cell is tagged
     solutions.html        for lecturers: every exercise's checker, its docstring and the reference solution's
                           source (course_utils.exercises.solutions.SOLUTIONS), then each notebook's questions with
                           their answers (course_utils.exercises.questions); left out with --no-solutions
@@ -50,7 +55,7 @@ from course_utils.site.offline import STATIC, SiteError, check_offline, remote_r
 from course_utils.site.pages import MATHJAX_CONFIG, NotebookEntry, describe, index_page, solutions_page
 
 __all__ = ["MATHJAX_CONFIG", "MATHJAX_PARTS", "NOTEBOOKS", "REPO", "STATIC", "VENDORED", "WIDGET_MIME", "WIDGET_NOTE",
-           "NotebookEntry", "SiteError", "SiteReport", "add_site_parser", "build_site", "check_offline", "cmd_site",
+           "NotebookEntry", "SiteError", "SiteReport", "add_site_parser", "build_session_decks", "build_site", "check_offline", "cmd_site",
            "copy_static", "default_jobs", "describe", "export_notebook", "index_page", "main", "mathjax_source",
            "prepare", "remote_resources", "solutions_page"]
 
@@ -148,7 +153,9 @@ def build_site(output: Path | str, notebooks: list[Path] | None = None, solution
         results = [export_notebook(*args) for args in arguments]
     entries = [entry for entry, _ in results]
     written = [path for _, files in results for path in files]
-    (output / "index.html").write_text(index_page(entries, solutions), encoding="utf-8")
+    decks = build_session_decks(paths, output) if slides else []
+    written += [output / name for name, _, _ in decks]
+    (output / "index.html").write_text(index_page(entries, solutions, decks), encoding="utf-8")
     written.append(output / "index.html")
     if solutions:
         (output / "solutions.html").write_text(solutions_page(), encoding="utf-8")
@@ -157,6 +164,27 @@ def build_site(output: Path | str, notebooks: list[Path] | None = None, solution
         (output / "solutions.html").unlink()  # a students' build over a lecturer's one
     check_offline(output)
     return SiteReport(output, written, time.perf_counter() - start)
+
+
+def build_session_decks(paths: list[Path], output: Path) -> list[tuple[str, str, int]]:
+    """Write one condensed deck per session (course_utils.site.decks) from the `lecture`-tagged cells of
+    `paths`; returns (file name, title, slide count) of each deck written (none where no cell is tagged).
+
+    Used by the package, not a notebook."""
+    import json
+
+    from course_utils.site.decks import deck_name, session_notebook, slide_count
+    from course_utils.site.export import export_session_deck
+    from course_utils.site.lecture_plan import SESSION_TITLES, SESSIONS
+
+    notebooks = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in paths}
+    decks = []
+    for session in SESSIONS:
+        deck = session_notebook(session, notebooks)
+        if deck is not None:
+            export_session_deck(deck, output, deck_name(session), SESSION_TITLES[session])
+            decks.append((deck_name(session), SESSION_TITLES[session], slide_count(deck)))
+    return decks
 
 
 # ------------------------------------------------------------------------------------------- command line

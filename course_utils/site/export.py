@@ -17,7 +17,8 @@ from typing import Any
 from course_utils.site.offline import STATIC
 from course_utils.site.pages import NotebookEntry, describe, mathjax_head
 
-__all__ = ["LAB_TEMPLATE", "NAV_CSS", "REVEAL_TEMPLATE", "WIDGET_MIME", "WIDGET_NOTE", "export_notebook", "prepare"]
+__all__ = ["LAB_TEMPLATE", "LEARNER_CSS", "NAV_CSS", "REVEAL_TEMPLATE", "WIDGET_MIME", "WIDGET_NOTE", "export_notebook",
+           "export_session_deck", "prepare"]
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here: it needs a running kernel. Open '
@@ -25,13 +26,16 @@ WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here
 
 
 def prepare(notebook: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the notebook ready to export: slide types set (course_utils.site.slides), widget state dropped and
-    each widget output replaced by a note (a static page has no kernel; 06's static fallback is a stored PNG).
+    """A copy of the notebook ready to export: the learner's view (course_utils.site.learner: no NBVAL markers,
+    the Colab cell folded, test paths as footnotes, answers folded under the questions), slide types set
+    (course_utils.site.slides), widget state dropped and each widget output replaced by a note (a static page has
+    no kernel; 06's static fallback is a stored PNG).
 
     Used by the package, not a notebook."""
+    from course_utils.site.learner import learner_view
     from course_utils.site.slides import add_slide_metadata
 
-    notebook = add_slide_metadata(copy.deepcopy(notebook))
+    notebook = add_slide_metadata(learner_view(notebook))
     notebook.get("metadata", {}).pop("widgets", None)
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
@@ -50,12 +54,21 @@ nav.course-nav a { margin-right: 1.2em; }
 .course-widget-note { color: #555; }
 </style>
 """
+LEARNER_CSS = """
+<style type="text/css">
+details.course-colab, details.course-answer { margin: 0.4em 0; padding: 0.3em 0.8em; border: 1px solid #ddd;
+  border-radius: 4px; background: #fafafa; }
+details.course-colab > summary, details.course-answer > summary { cursor: pointer; color: #4a7ab5; }
+.course-test-notes { margin-top: 2em; border-top: 1px solid #ddd; font-size: 0.9em; color: #444; }
+sup.course-test-ref a { text-decoration: none; }
+</style>
+"""
 
 LAB_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block html_head_js_mathjax -%}{{ resources.course.mathjax_head }}{%- endblock html_head_js_mathjax -%}
-{%- block extra_css -%}""" + NAV_CSS + """{%- endblock extra_css -%}
+{%- block extra_css -%}""" + NAV_CSS + LEARNER_CSS + """{%- endblock extra_css -%}
 {%- block body_header -%}
 {{ super() }}
 <nav class="course-nav"><a href="index.html">&larr; all notebooks</a>
@@ -66,6 +79,8 @@ LAB_TEMPLATE = """{%- extends 'index.html.j2' -%}
 REVEAL_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}{{ resources.course.mathjax_head }}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_css -%}""" + LEARNER_CSS + """{{ resources.course.deck_css | default('', true) }}
+{%- endblock html_head_css -%}
 {%- block footer_js -%}
 <script src="{{ resources.course.reveal }}/dist/reveal.js"></script>
 <script src="{{ resources.course.reveal }}/plugin/notes/notes.js"></script>
@@ -102,7 +117,7 @@ def _trusted_html(element):
 
 
 def _exporters():
-    """The page and slides exporters (made once per build: loading a template takes a while)."""
+    """The page, slides and session-deck exporters (made once per build: loading a template takes a while)."""
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter, SlidesExporter
 
@@ -114,7 +129,11 @@ def _exporters():
                         filters=trusted)
     slides = SlidesExporter(template_name="reveal", extra_loaders=[loader], template_file="course_reveal.html.j2",
                             reveal_theme="white", reveal_url_prefix=f"{STATIC}/reveal.js", filters=trusted)
-    return page, slides
+    session = SlidesExporter(template_name="reveal", extra_loaders=[loader], template_file="course_reveal.html.j2",
+                             reveal_theme="white", reveal_url_prefix=f"{STATIC}/reveal.js", filters=trusted,
+                             reveal_width="1280", reveal_height="720", exclude_input_prompt=True,
+                             exclude_output_prompt=True)
+    return page, slides, session
 
 
 # ------------------------------------------------------------------------------------------- export
@@ -129,7 +148,7 @@ def export_notebook(path: Path, output: Path, slides: bool, solutions: bool) -> 
 
     if not _EXPORTERS:
         _EXPORTERS.extend(_exporters())
-    page_exporter, slides_exporter = _EXPORTERS
+    page_exporter, slides_exporter, _ = _EXPORTERS
     notebook = nbformat.read(path, as_version=4)
     entry = describe(notebook, path.stem)
     notebook = nbformat.from_dict(prepare(notebook))
@@ -142,3 +161,21 @@ def export_notebook(path: Path, output: Path, slides: bool, solutions: bool) -> 
         (output / name).write_text(body, encoding="utf-8")
         written.append(output / name)
     return entry, written
+
+
+def export_session_deck(deck: dict[str, Any], output: Path, name: str, title: str) -> Path:
+    """Write an assembled session deck (course_utils.site.decks.session_notebook) as `output/name`, a 1280x720
+    reveal.js deck with no prompts; returns the path written.
+
+    Used by the package, not a notebook."""
+    import nbformat
+
+    from course_utils.site.decks import DECK_CSS
+
+    if not _EXPORTERS:
+        _EXPORTERS.extend(_exporters())
+    resources = {"metadata": {"name": title, "path": str(output)},
+                 "course": {"mathjax_head": mathjax_head(""), "reveal": f"{STATIC}/reveal.js", "deck_css": DECK_CSS}}
+    body, _ = _EXPORTERS[2].from_notebook_node(nbformat.from_dict(deck), resources=resources)
+    (output / name).write_text(body, encoding="utf-8")
+    return output / name

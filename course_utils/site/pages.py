@@ -19,7 +19,7 @@ from typing import Any
 from course_utils.site.offline import STATIC
 
 __all__ = ["MATHJAX_CONFIG", "PAGE_CSS", "SUMMARY_LINES", "NotebookEntry", "describe", "index_page", "inline_markdown",
-           "mathjax_head", "questions_section", "solutions_page"]
+           "mathjax_head", "questions_section", "questions_with_answers", "solutions_page"]
 
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration jupyter-server-mathjax ships
 SUMMARY_LINES = ("**Builds on", "**Prerequisites", "**Prerequisite", "**Time", "**Reading time", "**Run time")
@@ -110,8 +110,9 @@ def _page(title: str, body: str, mathjax: bool = False, head: str = "") -> str:
             f'{mathjax_head("") if mathjax else ""}</head>\n<body>\n{body}\n</body>\n</html>\n')
 
 
-def index_page(entries: list[NotebookEntry], solutions: bool) -> str:
-    """The index: every notebook with what it teaches and links to its page and its slides.
+def index_page(entries: list[NotebookEntry], solutions: bool, decks: list[tuple[str, str, int]] = ()) -> str:
+    """The index: every notebook with what it teaches and links to its page and its slides, then the session
+    decks `decks` ((file name, title, slide count) each; course_utils.site.build_session_decks).
 
     Used by the package, not a notebook."""
     from nbconvert.filters import markdown2html
@@ -123,6 +124,12 @@ def index_page(entries: list[NotebookEntry], solutions: bool) -> str:
                      f'{markdown2html(entry.summary_markdown)}\n'
                      f'<p class="links"><a href="{entry.page}">read the notebook</a>'
                      f'<a href="{entry.slides}">slides</a></p>\n</section>')
+    if decks:
+        rows = "\n".join(f'<li><a href="{name}">{html.escape(title)}</a> ({count} slides)</li>'
+                         for name, title, count in decks)
+        items.append(f'<section class="decks" id="session-decks">\n<h2>Lecture decks</h2>\n<p>One condensed deck '
+                     f'per 90-minute session (the plan: notebooks/LECTURE_PLAN.md); <kbd>s</kbd> opens the speaker '
+                     f'notes.</p>\n<ul>\n{rows}\n</ul>\n</section>')
     lecturers = ('<h2>For lecturers</h2>\n<p><a href="solutions.html">Solutions</a>: every exercise\'s checker '
                  'and its reference solution, and the answers to each notebook\'s questions.</p>') if solutions else ""
     body = ('<h1>Dissecting Attention</h1>\n<p class="lead">A sequence-to-sequence translator (GRU encoder, '
@@ -153,8 +160,27 @@ def questions_section(notebook: str) -> str:
         return ""
     return (f'<div class="questions" id="questions-{html.escape(notebook)}">\n<h3>Questions</h3>\n'
             f'<p>Asked at the end of notebook {html.escape(notebook)} (<code>exercises.show_questions('
-            f'"{html.escape(notebook)}")</code>), answered only here. The shapes are checked against the package\'s '
-            f'code by tests/test_questions.py.</p>\n<ol>\n' + "\n".join(items) + "\n</ol>\n</div>")
+            f'"{html.escape(notebook)}")</code>); the notebook\'s page also shows each answer, folded under its '
+            f'question. The shapes are checked against the package\'s code by tests/test_questions.py.</p>\n'
+            f'<ol>\n' + "\n".join(items) + "\n</ol>\n</div>")
+
+
+def questions_with_answers(notebook: str) -> str:
+    """For the learner's page (course_utils.site.learner): a notebook's questions, each with its answer folded
+    under it in a closed <details> "Answer"; "" for a notebook without questions.
+
+    Used by the package, not a notebook."""
+    from course_utils.exercises.questions import KIND_LABELS, QUESTIONS
+
+    items = [f'<li class="question {question.kind}"><p><em>({KIND_LABELS[question.kind]})</em> '
+             f'{inline_markdown(question.prompt)}</p>\n<details class="course-answer"><summary>Answer</summary>\n'
+             f'<p class="answer">{inline_markdown(question.answer)}</p>\n</details></li>'
+             for question in QUESTIONS.get(notebook, [])]
+    if not items:
+        return ""
+    return (f'<div class="questions" id="questions-{html.escape(notebook)}">\n<h3>Questions to think about '
+            f'(notebook {html.escape(notebook)})</h3>\n<p>Think each one through (or run a cell to check a shape) '
+            f'before you open its answer.</p>\n<ol>\n' + "\n".join(items) + "\n</ol>\n</div>")
 
 
 def solutions_page() -> str:
@@ -202,7 +228,8 @@ def solutions_page() -> str:
     body = ('<p><a href="index.html">&larr; all notebooks</a></p>\n<h1>Solutions (for lecturers)</h1>\n'
             '<p class="lead">Each exercise is checked in its notebook by the checker named here; the reference '
             'solution below passes it (tests/test_exercises.py runs every pair). After them, the answers to the '
-            'notebook\'s "predict the shape" and concept questions, which the notebook lists without answers. '
+            'notebook\'s "predict the shape" and concept questions, which the notebook lists without answers (its page on this site folds each answer '
+            'under its question). '
             'Students\' copies of the site are built without this page (<code>--no-solutions</code>).</p>\n'
             + "\n".join(sections))
     return _page("Solutions · Dissecting Attention", body,
