@@ -47,7 +47,7 @@ def test_every_page_and_static_file_is_written(built):
 
 def test_no_page_loads_anything_from_the_network(built):
     pages = sorted(built.glob("*.html"))
-    assert len(pages) == 4
+    assert len([page for page in pages if not page.name.startswith("session-")]) == 4
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert site.remote_resources(text) == [], page.name
@@ -101,18 +101,24 @@ def test_solutions_page_lists_every_checker_with_its_reference_solution(built):
         assert f'<span class="nf">{solution.__name__}</span>' in page, name  # its def line, highlighted
 
 
-def test_question_answers_are_on_the_solutions_page_and_not_on_the_notebook_page(built):
+def test_question_answers_are_on_the_solutions_page_and_folded_on_the_notebook_page(built):
     from course_utils.exercises.questions import QUESTIONS
     from course_utils.site.pages import inline_markdown
 
     solutions = (built / "solutions.html").read_text(encoding="utf-8")
     notebook_page = (built / "03_attention_decoder.html").read_text(encoding="utf-8")
-    assert 'id="questions-03"' in solutions and 'id="questions-03"' not in notebook_page
+    assert 'id="questions-03"' in solutions and 'id="questions-03"' in notebook_page
+    assert notebook_page.count('<details class="course-answer">') == len(QUESTIONS["03"])
     for question in QUESTIONS["03"]:
         assert inline_markdown(question.prompt) in solutions and inline_markdown(question.answer) in solutions
         prose = max((part.strip() for part in question.answer.split("`")[::2]), key=len)  # outside code spans
         assert len(prose) > 40 and html.escape(prose) in solutions
-        assert html.escape(prose) not in notebook_page, prose  # the notebook shows the prompts only
+        # on the notebook's page: under its prompt, inside a closed <details> (no `open` attribute)
+        page = html.unescape(notebook_page)  # nbconvert writes quotes as they are
+        prompt_at = page.index(html.unescape(inline_markdown(question.prompt)))
+        answer_at = page.index(prose)
+        folded_at = page.rindex('<details class="course-answer"><summary>Answer</summary>', 0, answer_at)
+        assert prompt_at < folded_at < answer_at < page.index("</details>", answer_at)
 
 
 def test_every_stored_notebook_has_a_title_and_summary_for_the_index():
@@ -208,3 +214,139 @@ def test_site_command_parser_and_exit_status(tmp_path, capsys):
     assert args.func is site.cmd_site and args.output == tmp_path / "out" and args.no_solutions and args.no_slides
     assert args.func(args) == 1
     assert "error: notebook(s) not found" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------- the learner's page
+COLAB = ("# NBVAL_IGNORE_OUTPUT\n# Setup on Google Colab only\nimport sys\n\nif \"google.colab\" in sys.modules:\n"
+         "    print('colab')")
+
+
+def learner_notebook(path: Path) -> Path:
+    cells = [{"cell_type": "markdown", "id": "t", "metadata": {}, "source": "# 01 · Learner\n\nWhat it teaches."},
+             {"cell_type": "code", "id": "colab", "metadata": {}, "execution_count": 1, "outputs": [],
+              "source": COLAB},
+             {"cell_type": "markdown", "id": "m", "metadata": {}, "source":
+              "## 1. A claim\n\nPinned down by `tests/test_data.py::test_one` and by a test that wraps:\n"
+              "`tests/test_decoder.py::\ntest_two`. Whole file (`tests/test_encoder.py`); again "
+              "`tests/test_data.py::test_one`.\n\n```\npytest tests/test_keep.py\n```"},
+             {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": 2, "source":
+              "# NBVAL_CHECK_OUTPUT\nvalue = 41 + 1  # the answer\nprint(value)",
+              "outputs": [{"output_type": "stream", "name": "stdout", "text": "42\n"}]},
+             {"cell_type": "code", "id": "q", "metadata": {}, "execution_count": 3,
+              "source": 'exercises.show_questions("03")', "outputs": []}]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def test_learner_view_strips_markers_folds_colab_footnotes_tests_and_folds_answers():
+    from course_utils.exercises.questions import QUESTIONS
+    from course_utils.site import learner
+
+    notebook = {"cells": _learner_cells(), "metadata": {}}
+    before = json.dumps(notebook, sort_keys=True)
+    view = learner.learner_view(notebook)
+    assert json.dumps(notebook, sort_keys=True) == before  # the input is untouched
+    colab, prose, code, questions, notes = view["cells"][1:]
+    assert colab["cell_type"] == "markdown" and colab["source"].startswith('<details class="course-colab">')
+    assert "NBVAL" not in colab["source"] and '"google.colab" in sys.modules' in colab["source"]
+    assert colab["metadata"]["slideshow"] == {"slide_type": "skip", "manual": True}
+    assert code["source"] == "value = 41 + 1  # the answer\nprint(value)"
+    assert "`tests/" not in prose["source"] and "pytest tests/test_keep.py" in prose["source"]  # fenced: kept
+    assert prose["source"].count('href="#course-test-1"') == 2 and 'href="#course-test-3"' in prose["source"]
+    assert "(<sup" not in prose["source"]  # a parenthesis holding only the path goes with it
+    assert [line for line in notes["source"].splitlines() if line.startswith("<li")] == [
+        '<li id="course-test-1"><code>tests/test_data.py::test_one</code></li>',
+        '<li id="course-test-2"><code>tests/test_decoder.py::test_two</code></li>',
+        '<li id="course-test-3"><code>tests/test_encoder.py</code></li>']
+    page = questions["outputs"][0]["data"]["text/html"]
+    assert page.count('<details class="course-answer"><summary>Answer</summary>') == len(QUESTIONS["03"])
+    assert "<details open" not in page
+
+
+def _learner_cells() -> list[dict]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        return json.loads(learner_notebook(Path(folder) / "01_learner.ipynb").read_text())["cells"]
+
+
+def test_learner_page_as_built(tmp_path):
+    notebook = learner_notebook(tmp_path / "01_learner.ipynb")
+    site.build_site(tmp_path / "out", notebooks=[notebook], solutions=False, slides=False)
+    page = (tmp_path / "out" / "01_learner.html").read_text(encoding="utf-8")
+    assert "NBVAL_" not in page
+    assert '<details class="course-colab">' in page and "<details open" not in page
+    assert page.index('<details class="course-colab">') < page.index("A claim")  # folded where it was
+    notes = page.index('<div class="course-test-notes">')
+    assert notes > page.rindex('href="#course-test-')  # the footnotes come last
+    assert 'id="course-test-2"><code>tests/test_decoder.py::test_two</code>' in page
+    assert page.count('<details class="course-answer">') >= 1
+
+
+# ------------------------------------------------------------------------------------------- session decks
+def deck_cells() -> list[dict]:
+    long_text = "## 1. Scores\n\nThe score compares the query with every key. It is a dot product here.\n\n" \
+                "$$e_j = q^\\top k_j$$\n\n" + "\n".join(f"More prose, line {i}." for i in range(20))
+    figure = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0KGgo=", "text/plain": "F"}}
+    return [{"cell_type": "markdown", "metadata": {}, "source": "# 01 · Deck\n\nIntro."},
+            {"cell_type": "markdown", "metadata": {"tags": ["lecture"]}, "source": long_text},
+            {"cell_type": "markdown", "metadata": {"tags": ["notes"]}, "source": "Say this aloud."},
+            {"cell_type": "code", "metadata": {"tags": ["lecture", "optional"]}, "execution_count": 1,
+             "source": "# NBVAL_IGNORE_OUTPUT\nplt.plot(x)\nplt.show()", "outputs": [figure]},
+            {"cell_type": "code", "metadata": {"tags": ["lecture"]}, "execution_count": 2,
+             "source": "\n".join(f"x{i} = {i}" for i in range(20)),
+             "outputs": [{"output_type": "stream", "name": "stdout", "text": "\n".join(map(str, range(20)))}]}]
+
+
+def test_condense_markdown_keeps_heading_first_sentence_and_equations():
+    from course_utils.site.decks import condense_markdown
+
+    slide, notes = condense_markdown(deck_cells()[1]["source"])
+    assert slide == "## 1. Scores\n\nThe score compares the query with every key.\n\n$$e_j = q^\\top k_j$$"
+    assert notes.startswith("It is a dot product here.") and "line 19" in notes
+    slide, notes = condense_markdown("End of the last section.\n\n## 2. Next\n\nFirst. Second.")
+    assert slide == "## 2. Next\n\nFirst." and notes == "End of the last section.\n\nSecond."
+
+
+def test_session_deck_from_tagged_cells(tmp_path):
+    from course_utils.site import decks
+
+    notebooks = {"01_deck": {"cells": deck_cells(), "metadata": {}},
+                 "05_untagged": {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# 05"}]}}
+    deck = decks.session_notebook(1, notebooks)
+    assert decks.session_notebook(2, notebooks) is None  # no tagged cell in session 2's notebooks
+    types = [(cell["cell_type"], cell["metadata"]["slideshow"]["slide_type"]) for cell in deck["cells"]]
+    assert types == [("markdown", "slide"), ("markdown", "slide"), ("markdown", "slide"), ("markdown", "notes"),
+                     ("markdown", "slide"), ("code", "-"), ("markdown", "notes"), ("markdown", "slide"),
+                     ("code", "-"), ("markdown", "notes")]
+    assert decks.slide_count(deck) == 5
+    notes = deck["cells"][3]["source"]
+    assert "line 19" in notes and notes.endswith("Say this aloud.")
+    figure_heading, figure = deck["cells"][4], deck["cells"][5]
+    assert "optional" in figure_heading["source"] and "### 1. Scores" in figure_heading["source"]
+    assert figure["metadata"]["transient"] == {"remove_source": True} and "NBVAL" not in figure["source"]
+    code = deck["cells"][8]
+    assert len(code["source"].splitlines()) == decks.CODE_LINES + 1
+    assert len(code["outputs"][0]["text"].splitlines()) == decks.OUTPUT_LINES + 1
+    assert "x19 = 19" in deck["cells"][9]["source"]
+
+
+def test_session_deck_over_the_slide_limit_fails(monkeypatch):
+    from course_utils.site import decks
+
+    monkeypatch.setattr(decks, "MAX_SLIDES", 3)
+    with pytest.raises(site.SiteError, match=r"session-1.slides.html would have 5 slides \(at most 3\)"):
+        decks.session_notebook(1, {"01_deck": {"cells": deck_cells(), "metadata": {}}})
+
+
+def test_build_writes_the_session_deck_with_notes_and_lists_it(tmp_path):
+    path = tmp_path / "01_deck.ipynb"
+    cells = [{**cell, "id": f"c{i}", **({"outputs": cell["outputs"]} if cell["cell_type"] == "code" else {})}
+             for i, cell in enumerate(deck_cells())]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    site.build_site(tmp_path / "out", notebooks=[path], solutions=False)
+    deck = (tmp_path / "out" / "session-1.slides.html").read_text(encoding="utf-8")
+    assert not (tmp_path / "out" / "session-2.slides.html").exists()
+    assert "width: 1280" in deck and "height: 720" in deck and "RevealNotes" in deck
+    assert deck.count('<aside class="notes">') == 3 and "Say this aloud." in deck
+    assert 'href="session-1.slides.html"' in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")

@@ -107,3 +107,103 @@ def test_stored_notebooks_carry_up_to_date_slide_metadata():
         pytest.skip("no notebook has slide metadata yet: run `python -m course_utils.site.slides notebooks/*.ipynb`")
     stale = [path.name for path in paths if slides.apply_to_file(path, check=True)]
     assert not stale, f"run `python -m course_utils.site.slides notebooks/*.ipynb`: stale slide metadata in {stale}"
+
+
+# ------------------------------------------------------------------------------------------- the lecture plan
+from course_utils.site import lecture_plan  # noqa: E402
+
+
+def tagged(cells: list[dict]) -> list[list[str]]:
+    return [cell["metadata"].get("tags", []) for cell in cells]
+
+
+@pytest.fixture
+def small_plan(monkeypatch):
+    monkeypatch.setitem(lecture_plan.PLAN, "01", [lecture_plan.PlanItem("## 1. A section"),
+                                                  lecture_plan.PlanItem("plot(x)", optional=True)])
+
+
+def plan_notebook() -> dict:
+    return notebook([md("# 01 · Title"), code("setup", tags=["parameters"]), md("## 1. A section\n\nIntro."),
+                     code("plot(x)"), md("See section 1. A section again."), code("y = 2", tags=["lecture"])])
+
+
+def test_apply_plan_tags_planned_cells_only_keeps_other_tags_and_is_idempotent(small_plan):
+    original = plan_notebook()
+    before = json.dumps(original, sort_keys=True)
+    once = lecture_plan.apply_plan(original, "01_small.ipynb")
+    assert json.dumps(original, sort_keys=True) == before  # the input is not modified
+    assert tagged(once["cells"]) == [[], ["parameters"], ["lecture"], ["lecture", "optional"], [], []]
+    assert lecture_plan.apply_plan(once, "01_small.ipynb") == once
+    expected = json.loads(before)
+    for cell in once["cells"] + expected["cells"]:  # nothing but the plan's two tags differs
+        tags = [tag for tag in cell["metadata"].pop("tags", []) if tag not in ("lecture", "optional")]
+        cell["metadata"].update({"tags": tags} if tags else {})
+    assert once == expected
+
+
+def test_an_anchor_on_two_cells_picks_the_one_where_it_is_a_heading():
+    cells = plan_notebook()["cells"]
+    assert lecture_plan.find_cell(cells, "1. A section") == 2
+    assert lecture_plan.find_cell(cells, "nowhere") is None
+    assert lecture_plan.find_cell([md("x y"), md("x y")], "x y") is None
+
+
+def test_missing_anchor_is_a_one_line_error_naming_notebook_and_anchor(small_plan, tmp_path, capsys):
+    broken = plan_notebook()
+    broken["cells"][3]["source"] = "other(x)"
+    path = tmp_path / "01_small.ipynb"
+    path.write_text(slides.notebook_text(broken), encoding="utf-8")
+    with pytest.raises(lecture_plan.PlanError, match=r"01_small.ipynb: anchor 'plot\(x\)' names no cell"):
+        lecture_plan.apply_plan(broken, path.name)
+    before = path.read_text(encoding="utf-8")
+    assert lecture_plan.main(["--apply", str(path)]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "01_small.ipynb" in error and "'plot(x)'" in error
+    assert path.read_text(encoding="utf-8") == before  # nothing written
+
+
+def test_apply_then_check_on_files(small_plan, tmp_path, capsys):
+    path = tmp_path / "01_small.ipynb"
+    path.write_text(slides.notebook_text(plan_notebook()), encoding="utf-8")
+    other = tmp_path / "09_unplanned.ipynb"
+    other.write_text(slides.notebook_text(notebook([md("# 09")])), encoding="utf-8")
+    assert lecture_plan.main(["--check", str(path), str(other)]) == 1
+    assert lecture_plan.main(["--apply", str(path), str(other)]) == 0
+    written = path.read_text(encoding="utf-8")
+    assert lecture_plan.main(["--apply", str(path)]) == 0 and path.read_text(encoding="utf-8") == written
+    assert lecture_plan.main(["--check", str(path), str(other)]) == 0
+    assert "match the plan in 2 notebook(s)" in capsys.readouterr().out
+    assert written == slides.notebook_text(json.loads(written))  # Jupyter's own layout
+
+
+def test_the_plan_covers_two_sessions_of_90_minutes():
+    assert set(lecture_plan.PLAN) == {nb for ids in lecture_plan.SESSIONS.values() for nb in ids}
+    for ids in lecture_plan.SESSIONS.values():
+        assert sum(lecture_plan.MINUTES[nb] for nb in ids) == 90
+    for items in lecture_plan.PLAN.values():
+        assert len({item.anchor for item in items}) == len(items)
+
+
+def test_every_anchor_names_one_cell_of_the_stored_notebooks_and_each_deck_fits():
+    from course_utils.site.decks import MAX_SLIDES, session_notebook, slide_count
+
+    paths = [path for path in sorted(NOTEBOOKS.glob("*.ipynb")) if lecture_plan.notebook_id(path) in
+             lecture_plan.PLAN]
+    assert len(paths) >= 8
+    notebooks = {path.stem: lecture_plan.apply_plan(json.loads(path.read_text(encoding="utf-8")), path.name)
+                 for path in paths}  # raises PlanError naming a stale anchor
+    for session in lecture_plan.SESSIONS:
+        deck = session_notebook(session, notebooks)
+        assert deck is not None and slide_count(deck) <= MAX_SLIDES
+
+
+def test_stored_notebooks_carry_the_plans_tags():
+    paths = [path for path in sorted(NOTEBOOKS.glob("*.ipynb")) if lecture_plan.notebook_id(path) in
+             lecture_plan.PLAN]
+    if not any(lecture_plan.LECTURE in cell.get("metadata", {}).get("tags", []) for path in paths
+               for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]):
+        pytest.skip("no notebook carries lecture tags yet: run "
+                    "`python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb`")
+    stale = [path.name for path in paths if lecture_plan.apply_to_file(path, check=True)]
+    assert not stale, f"run `python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb`: {stale}"

@@ -1,5 +1,6 @@
-"""Questions to think about: a few "predict the shape" and concept questions per notebook, answered only on the
-lecturers' solutions page of the course site (`python -m course_utils site --output DIR`, DIR/solutions.html).
+"""Questions to think about: a few "predict the shape" and concept questions per notebook, answered on the course
+site (`python -m course_utils site --output DIR`): folded under each question on the notebook's page, and all
+together on the solutions page (DIR/solutions.html).
 
 `QUESTIONS` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb and of the exercise modules
 nbNN_*) to its `Question`s; `show_questions("03")` lists a notebook's prompts, without the answers, for its last
@@ -338,8 +339,9 @@ def questions_markdown(notebook: str | int) -> str:
     lines = [f"### Questions to think about (notebook {key})", ""]
     lines += [f"{number}. *({KIND_LABELS[q.kind]})* {q.prompt}" for number, q in enumerate(QUESTIONS[key], 1)]
     lines += ["", "Think them through (or run a cell to check a shape) before looking: the answers are not in the "
-                  "notebooks. They are on the solutions page of the course site, which lecturers build with "
-                  f"`{SITE_COMMAND}` (open `DIR/solutions.html`, section Notebook {key})."]
+                  "notebooks. On the course site (`" + SITE_COMMAND + "`), each answer is folded under its question "
+                  f"on this notebook's page, and the solutions page (`DIR/solutions.html`, section Notebook {key}) "
+                  "has them all."]
     return "\n".join(lines)
 
 

@@ -32,7 +32,10 @@ kernel, so a widget output (06's explorer) is replaced by a note; the notebook's
 The parts, one idea a module, all in this subpackage (the course's tooling, kept apart from the library modules of
 course_utils): course_utils.site.export (one notebook exported as page and slides), course_utils.site.pages (the
 index and solutions pages), course_utils.site.offline (the remote-resource check), course_utils.site.slides (the
-notebooks' slide metadata, `python -m course_utils.site.slides`) and static/ (the vendored reveal.js); this module
+notebooks' slide metadata, `python -m course_utils.site.slides`), course_utils.site.learner (what a learner's page
+changes: markers, the Colab cell, test footnotes, folded answers), course_utils.site.lecture_plan (the two sessions'
+cells as tags, `python -m course_utils.site.lecture_plan --apply|--check`), course_utils.site.decks (the condensed
+session decks) and static/ (the vendored reveal.js); this module
 builds the whole site from them and is the `site` command (also `python -m course_utils.site`, its __main__). The
 public names of export, pages and offline are importable from here.
 
@@ -55,9 +58,9 @@ from course_utils.site.offline import STATIC, SiteError, check_offline, remote_r
 from course_utils.site.pages import MATHJAX_CONFIG, NotebookEntry, describe, index_page, solutions_page
 
 __all__ = ["MATHJAX_CONFIG", "MATHJAX_PARTS", "NOTEBOOKS", "REPO", "STATIC", "VENDORED", "WIDGET_MIME", "WIDGET_NOTE",
-           "NotebookEntry", "SiteError", "SiteReport", "add_site_parser", "build_session_decks", "build_site", "check_offline", "cmd_site",
-           "copy_static", "default_jobs", "describe", "export_notebook", "index_page", "main", "mathjax_source",
-           "prepare", "remote_resources", "solutions_page"]
+           "NotebookEntry", "SiteError", "SiteReport", "add_site_parser", "build_session_decks", "build_site",
+           "check_offline", "cmd_site", "copy_static", "default_jobs", "describe", "export_notebook", "index_page",
+           "main", "mathjax_source", "prepare", "remote_resources", "solutions_page"]
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"

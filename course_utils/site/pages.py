@@ -228,8 +228,8 @@ def solutions_page() -> str:
     body = ('<p><a href="index.html">&larr; all notebooks</a></p>\n<h1>Solutions (for lecturers)</h1>\n'
             '<p class="lead">Each exercise is checked in its notebook by the checker named here; the reference '
             'solution below passes it (tests/test_exercises.py runs every pair). After them, the answers to the '
-            'notebook\'s "predict the shape" and concept questions, which the notebook lists without answers (its page on this site folds each answer '
-            'under its question). '
+            'notebook\'s "predict the shape" and concept questions, which the notebook lists without answers (its '
+            'page on this site folds each answer under its question). '
             'Students\' copies of the site are built without this page (<code>--no-solutions</code>).</p>\n'
             + "\n".join(sections))
     return _page("Solutions · Dissecting Attention", body,

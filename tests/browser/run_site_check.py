@@ -24,7 +24,9 @@ What it does (exit 0, or 1 with the reason):
   5. the same notebook's slides: reveal.js ready, several slides, the speaker-notes plugin loaded;
   6. solutions.html: one entry with source for every checker of course_utils.exercises.solutions.SOLUTIONS;
   7. on every page: no resource requested outside file:// and data: (Resource Timing) and no error in the browser
-     console (a missing local file, a script error); then saves a screenshot of the notebook page.
+     console (a missing local file, a script error); then saves a screenshot of the notebook page;
+  8. where the site has session decks (session-N.slides.html, built from cells tagged `lecture`): every slide of
+     each fits 1280x720 (tests/browser/run_deck_check.py, which also runs on its own).
 """
 from __future__ import annotations
 
@@ -195,10 +197,15 @@ def check(site: Path | None, stem: str, screenshot: Path | None, chromium: str, 
         page = check_notebook_page(browser, site, stem, screenshot)
         deck = check_slides(browser, site, stem)
         solved = check_solutions(browser, site)
+        decks = "no session decks (no cell tagged `lecture` yet)"
+        if list(site.glob("session-*.slides.html")):
+            from run_deck_check import check_session_decks
+
+            decks = check_session_decks(browser, site)
         return (f"{built}index lists {len(pages)} notebooks; {stem}.html: {page['maths']} MathJax elements, "
                 f"{page['images']} figures decoded, {page['widget_notes']} widget note(s); slides: "
                 f"{deck['slides']} slides + {deck['sub']} sub-slides, notes plugin; solutions: {solved} reference "
-                f"solutions; no request outside file://, no console error")
+                f"solutions; {decks}; no request outside file://, no console error")
     finally:
         if browser is not None:
             browser.quit()

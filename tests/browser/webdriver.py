@@ -101,6 +101,10 @@ class WebDriver:
         """Browser console entries since the last call (chromedriver's log endpoint; needs `logging_prefs`)."""
         return self._session("POST", "/se/log", {"type": "browser"})
 
+    def set_window(self, width: int, height: int) -> None:
+        """Resize the browser window (W3C Set Window Rect)."""
+        self._session("POST", "/window/rect", {"width": width, "height": height})
+
     def screenshot(self, path: Path) -> None:
         path.write_bytes(base64.b64decode(self._session("GET", "/screenshot")))
 

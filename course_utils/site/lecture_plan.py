@@ -1,0 +1,213 @@
+"""The lecture plan as data: which cells of each notebook make the condensed session decks, as cell tags.
+
+    python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb   # write the plan's tags into the cells
+    python -m course_utils.site.lecture_plan --check notebooks/*.ipynb   # exit 1 if a notebook's tags differ
+
+`PLAN` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb) to its `PlanItem`s, in notebook
+order: a unique text `anchor` (a substring of one cell's source, usually a heading) and whether the cell is
+`optional` (skipped in the one-session cut). Every planned cell gets the tag `lecture` (it makes a slide of its
+session's deck, course_utils.site.decks) and an optional one also `optional`. `SESSIONS` says which notebooks
+each 90-minute session covers; notebooks/LECTURE_PLAN.md is the same plan in prose, with minutes.
+
+An anchor is unique if exactly one cell contains it, or, failing that, exactly one cell has it on a heading line
+(`#`, `##`, `###`). `apply_plan` is idempotent: it sets the two tags on the planned cells, removes them from every
+other cell and touches nothing else (other tags, sources, outputs). A notebook the plan does not know (or one of
+the plan's that is absent, such as 00 before it is written) is left alone.
+
+Introduced in: the lecture kit (round 3); not used by the notebooks themselves.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+__all__ = ["LECTURE", "MINUTES", "OPTIONAL", "PLAN", "SESSIONS", "SESSION_TITLES", "PlanError", "PlanItem",
+           "apply_plan", "apply_to_file", "find_cell", "main", "notebook_id", "session_of"]
+
+LECTURE = "lecture"    # the cell makes a slide of its session's condensed deck
+OPTIONAL = "optional"  # ... that the one-session cut skips
+SESSIONS = {1: ("00", "01", "02", "03", "04"), 2: ("05", "06", "07", "08")}
+SESSION_TITLES = {1: "Session 1 · From a sentence to one attention step (notebooks 00-04, untrained models)",
+                  2: "Session 2 · Training, seeing and using attention (notebooks 05-08, trained models)"}
+MINUTES = {"00": 10, "01": 15, "02": 20, "03": 25, "04": 20,   # session 1: 90 minutes
+           "05": 25, "06": 25, "07": 20, "08": 20}             # session 2: 90 minutes
+
+
+class PlanItem(NamedTuple):
+    """One planned cell: a substring of its source that names it, and whether the one-session cut skips it."""
+
+    anchor: str
+    optional: bool = False
+
+
+def _lecture(*anchors: str) -> list[PlanItem]:
+    return [PlanItem(anchor) for anchor in anchors]
+
+
+def _optional(anchor: str) -> PlanItem:
+    return PlanItem(anchor, optional=True)
+
+
+PLAN: dict[str, list[PlanItem]] = {
+    # ---------------------------------------------------------------- session 1: the model, untrained (90 min)
+    "00": _lecture("Why attention", "Queries, keys and values", "The map of the course"),
+    "01": [*_lecture("### The anchored regex", "The leak-free split",
+                     "The course's form: a padded batch"),
+           _optional("masks = {}  # panel title")],
+    "02": [*_lecture("and its two layouts", "Outputs versus the final hidden state",
+                     "What padding does to the final state"),
+           _optional("max_pads = 2 * MAX_LENGTH"),
+           *_lecture("The fix: packing")],
+    "03": [*_lecture("location-based attention", "Bahdanau's additive score compares", "The masked softmax"),
+           _optional("The context vector, three ways"),
+           *_lecture("Masking, and what goes wrong without it", "Teacher forcing versus feeding back predictions")],
+    "04": [*_lecture("Four scoring functions on the same query and keys",
+                     "Scaled dot product: the bridge to Transformers"),
+           _optional("The concat bug of a widely read article"),
+           *_lecture("Where attention sits in each decoder")],
+    # ---------------------------------------------------------------- session 2: trained models (90 min)
+    "05": [*_lecture("The loss", "One training step by hand, repeated"),
+           _optional('fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")'),
+           *_lecture("Padded batches: average over real tokens", "Teacher forcing and exposure bias"),
+           _optional("plot_history(tf_histories"),
+           *_lecture("Attention versus no attention, on sentences", "fig, ax = plt.subplots(figsize=(6.5, 3.2)")],
+    "06": [*_lecture("Two numbers to read a heatmap", "example = translations[best[0]]",
+                     "Reordering: the adjective after the noun"),
+           _optional("Bahdanau and Luong side by side"),
+           _optional("The 2017 tutorial's tick labels"),
+           *_lecture("What attention does and does not explain")],
+    "07": [*_lecture("One step of the decoder, and greedy decoding"),
+           _optional("Sampling: temperature and top-k"),
+           *_lecture("Beam search, one step at a time", "figure, (left, right) = plt.subplots(1, 2"),
+           _optional("Attention as alignment: replacing")],
+    "08": [*_lecture("The task: who is the subject?", "The lecture's model", "The fixed model"),
+           _optional('name = f"hard gates, λ={SPARSITY_WEIGHTS[2]}"')],
+}
+
+
+class PlanError(ValueError):
+    """An anchor of the plan names no cell, or more than one, of its notebook.
+
+    Used by the package, not a notebook."""
+
+
+def notebook_id(path: Path | str) -> str:
+    """"03" for notebooks/03_attention_decoder.ipynb (the NN of NN_name); "" for a name without one.
+
+    Used by the package, not a notebook."""
+    match = re.match(r"(\d\d)_", Path(path).name)
+    return match.group(1) if match else ""
+
+
+def session_of(notebook: str) -> int | None:
+    """The session (1 or 2) that covers notebook id `notebook`, None for one outside the plan.
+
+    Used by the package, not a notebook."""
+    return next((number for number, ids in SESSIONS.items() if notebook in ids), None)
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def find_cell(cells: list[dict[str, Any]], anchor: str) -> int | None:
+    """The index of the one cell that `anchor` names (see the module's docstring); None if none or several.
+
+    Used by the package, not a notebook."""
+    hits = [index for index, cell in enumerate(cells) if anchor in _source(cell)]
+    if len(hits) == 1:
+        return hits[0]
+    headed = [index for index in hits if any(anchor in line for line in _source(cells[index]).splitlines()
+                                             if re.match(r"#{1,3} ", line))
+              and cells[index].get("cell_type") == "markdown"]
+    return headed[0] if len(headed) == 1 else None
+
+
+def apply_plan(notebook: dict[str, Any], notebook_name: str) -> dict[str, Any]:
+    """A copy of `notebook` with the plan's tags for notebook `notebook_name` (a file name such as
+    "03_attention_decoder.ipynb" or an id "03"): `lecture` (and `optional`) on the planned cells, neither on
+    any other; nothing else differs. Raises PlanError naming the notebook and the anchor that names no cell.
+
+    Used by the package, not a notebook."""
+    key = notebook_name if re.fullmatch(r"\d\d", notebook_name) else notebook_id(notebook_name)
+    result = copy.deepcopy(notebook)
+    cells = result.get("cells", [])
+    wanted: dict[int, list[str]] = {}
+    for item in PLAN.get(key, []):
+        index = find_cell(cells, item.anchor)
+        if index is None:
+            count = sum(item.anchor in _source(cell) for cell in cells)
+            problem = "names no cell" if count == 0 else f"names {count} cells"
+            raise PlanError(f"{notebook_name}: anchor {item.anchor!r} {problem}; edit PLAN in "
+                            f"course_utils/site/lecture_plan.py to match the notebook's text")
+        wanted[index] = [LECTURE, OPTIONAL] if item.optional else [LECTURE]
+    for index, cell in enumerate(cells):
+        metadata = cell.setdefault("metadata", {})
+        tags = [tag for tag in metadata.get("tags", []) if tag not in (LECTURE, OPTIONAL)] + wanted.get(index, [])
+        if tags:
+            metadata["tags"] = tags
+        else:
+            metadata.pop("tags", None)
+    return result
+
+
+def _notebook_text(notebook: dict[str, Any]) -> str:
+    """Jupyter's own layout (as course_utils.site.slides writes it): one-space indent, sorted keys, final newline."""
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def apply_to_file(path: Path, check: bool = False) -> bool:
+    """Write the plan's tags into the notebook at `path` (with `check`, only compare); True if it was (or would
+    be) changed. Raises PlanError for an anchor that names no cell.
+
+    Used by the package, not a notebook."""
+    text = path.read_text(encoding="utf-8")
+    notebook = json.loads(text)
+    tagged = apply_plan(notebook, path.name)
+    changed = tagged != notebook
+    if changed and not check:
+        path.write_text(_notebook_text(tagged), encoding="utf-8")
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m course_utils.site.lecture_plan (--apply | --check) NB ...`.
+
+    Used by the package, not a notebook."""
+    parser = argparse.ArgumentParser(prog="python -m course_utils.site.lecture_plan",
+                                     description="Write (or check) the lecture plan's cell tags (lecture, "
+                                                 "optional) in the notebooks.")
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--apply", action="store_true", help="write the tags into the notebooks")
+    mode.add_argument("--check", action="store_true", help="change nothing; exit 1 if any notebook's tags differ")
+    args = parser.parse_args(argv)
+    missing = [path for path in args.notebooks if not path.is_file()]
+    if missing:
+        print(f"error: no such notebook: {', '.join(map(str, missing))}", file=sys.stderr)
+        return 1
+    errors, planned = [], {}
+    for path in args.notebooks:  # every anchor checked before any file is written
+        try:
+            planned[path] = apply_plan(json.loads(path.read_text(encoding="utf-8")), path.name)
+        except PlanError as error:
+            errors.append(f"error: {error}")
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        return 1
+    changed = [path for path in args.notebooks if apply_to_file(path, check=args.check)]
+    for path in changed:
+        print(f"{'lecture tags differ from the plan' if args.check else 'lecture tags written'}: {path}")
+    if not changed:
+        print(f"lecture tags match the plan in {len(args.notebooks)} notebook(s)")
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
