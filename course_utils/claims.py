@@ -29,8 +29,8 @@ from typing import Any
 
 from course_utils.runtime import fast_mode
 
-__all__ = ["PROPERTIES", "Property", "check", "observe", "stored_run", "REPO", "EVIDENCE", "STORED_RUN", "LOG_ENV",
-           "RECORD_ENV"]
+__all__ = ["PROPERTIES", "Property", "check", "observe", "stored_run", "evidence_values", "REPO", "EVIDENCE",
+           "STORED_RUN", "LOG_ENV", "RECORD_ENV"]
 
 REPO = Path(__file__).resolve().parent.parent  # the repository: the evidence and stored-run files live in it
 EVIDENCE = REPO / "benchmarks" / "results" / "claims.json"  # every run of the evidence, each check and observe
@@ -48,10 +48,28 @@ class Property:
     name: str  # "<notebook>.<what>", e.g. "05.attention_wins_every_length_bucket"
     statement: str  # the sentence, as the notebook says it
     holds: Callable[[Mapping[str, Any]], bool]  # values (keyword arguments of check) -> does it hold?
+    # where its multi-seed evidence lives when not in EVIDENCE's logged learner runs: (a results file relative to
+    # REPO, a function of that file's JSON -> the values of each of its runs, as check's keyword arguments)
+    evidence: tuple[str, Callable[[Mapping[str, Any]], list[Mapping[str, Any]]]] | None = None
 
 
 def _increasing(values) -> bool:
     return all(a < b for a, b in zip(values, values[1:]))
+
+
+def _alignment_runs(results: Mapping[str, Any], mask_eos: bool = False) -> list[Mapping[str, Any]]:
+    """The neural runs of benchmarks/results/alignment.json (one per attention kind and seed)."""
+    return [r for r in results["runs"] if r["kind"] != "ibm1" and r["mask_eos"] == mask_eos]
+
+
+def _shift_evidence(results: Mapping[str, Any]) -> list[dict]:
+    return [{"aer": {method: r["aer"][method]["aer"] for method in r["aer"]}} for r in _alignment_runs(results)]
+
+
+def _eos_mask_evidence(results: Mapping[str, Any]) -> list[dict]:
+    masked = {(r["kind"], r["seed"]): r for r in _alignment_runs(results, mask_eos=True)}
+    return [{"plain": r["aer"]["attention argmax"]["aer"], "masked": masked[r["kind"], r["seed"]]["aer"][
+        "attention argmax"]["aer"]} for r in _alignment_runs(results) if (r["kind"], r["seed"]) in masked]
 
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in [
@@ -112,6 +130,13 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in [
              "subjects", lambda v: min(v["accuracy"].values()) > 0.9),
     Property("08.bag_of_words_points_at_the_pronoun", "the bag of words' top word is the gold pronoun in over 95% "
              "of the test sentences that have one", lambda v: v["precision"]["bag of words"] > 0.95),
+    # 10: on the toy task with gold alignments, over the seeds and attention kinds of alignment.json
+    Property("10.shift_hurts_rnn_decoders", "for an RNN decoder, reading the weights one step later (shifted "
+             "attention, which helps Transformers) aligns worse than the attention argmax",
+             lambda v: v["aer"]["shifted attention"] > v["aer"]["attention argmax"],
+             ("benchmarks/results/alignment.json", _shift_evidence)),
+    Property("10.eos_mask_lowers_aer", "taking <eos> out of the keys lowers the attention argmax's alignment error",
+             lambda v: v["masked"] < v["plain"], ("benchmarks/results/alignment.json", _eos_mask_evidence)),
 ]}
 
 
@@ -151,12 +176,25 @@ def _holds(prop: Property, values: Mapping[str, Any]) -> bool:
         return False
 
 
+def evidence_values(prop: Property) -> tuple[str, list[Mapping[str, Any]]]:
+    """(the evidence file, relative to REPO; the values of each of its runs) of a property: its own results file
+    when it names one, else the learner runs logged in EVIDENCE. Used by the package, not a notebook."""
+    if prop.evidence is not None:
+        path, runs_of = prop.evidence
+        try:
+            return path, list(runs_of(json.loads((REPO / path).read_text())))
+        except (OSError, ValueError, KeyError):
+            return path, []
+    return str(EVIDENCE.relative_to(REPO)), [record["values"] for run in _evidence_runs(EVIDENCE)
+                                             for record in run["properties"] if record["name"] == prop.name]
+
+
 def _evidence_line(prop: Property) -> str:
     """'; held in 17 of 17 runs of benchmarks/results/claims.json', judged by the property as defined now on each
-    run's logged values, as tests/test_claims.py judges it ('' where the file has no run of it)."""
-    held = [_holds(prop, record["values"]) for run in _evidence_runs(EVIDENCE) for record in run["properties"]
-            if record["name"] == prop.name]
-    return f"; held in {sum(held)} of {len(held)} runs of {EVIDENCE.relative_to(REPO)}" if held else ""
+    run's values, as tests/test_claims.py judges it ('' where the file has no run of it)."""
+    path, runs = evidence_values(prop)
+    held = [_holds(prop, values) for values in runs]
+    return f"; held in {sum(held)} of {len(held)} runs of {path}" if held else ""
 
 
 def check(name: str, **values: Any) -> bool:
@@ -173,7 +211,7 @@ def check(name: str, **values: Any) -> bool:
         print(f"property: {prop.statement}: {verdict} on this run{_evidence_line(prop)}")
         return held
     raise AssertionError(f"property {name!r} ({prop.statement}) does not hold on this run: {values}. It held in "
-                         f"every run of {EVIDENCE.relative_to(REPO)}: please report this run (seed, device, corpus)")
+                         f"every run of {evidence_values(prop)[0]}: please report this run (seed, device, corpus)")
 
 
 def stored_run() -> dict[str, Any]:

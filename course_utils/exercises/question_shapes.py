@@ -238,3 +238,13 @@ def nb08_bag_of_words() -> Shapes:
     mask = torch.arange(5)[None, :] < lengths[:, None]
     counts = torch.zeros(4, 30).scatter_add_(1, words, mask.float())  # (B, V) each word's count
     return _shapes(model.word_scores.weight, counts, model(words, mask).logits)
+
+
+# ------------------------------------------------------------------------------------------- 10 alignment
+def nb10_alignment_matrices() -> Shapes:
+    """The shapes notebook 10's question on the alignment matrices asks for. Used by the package, not a notebook."""
+    from course_utils.alignment import shifted_rows, word_block
+
+    torch.manual_seed(0)
+    weights = torch.rand(7, 6).softmax(dim=-1)  # (T + 1, S + 1): 6 output words + <eos>, 5 source words + <eos>
+    return _shapes(word_block(weights, 6, 5), shifted_rows(weights))

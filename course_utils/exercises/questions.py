@@ -2,7 +2,7 @@
 site (`python -m course_utils site --output DIR`): folded under each question on the notebook's page, and all
 together on the solutions page (DIR/solutions.html).
 
-`QUESTIONS` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb and of the exercise modules
+`QUESTIONS` maps a notebook id ("00" ... "10", the NN of notebooks/NN_name.ipynb and of the exercise modules
 nbNN_*) to its `Question`s; `show_questions("03")` lists a notebook's prompts, without the answers, for its last
 cell. A shape question keeps what it asks about as code: `compute()` builds the real package objects (tiny
 vocabularies, seeded, untrained) and returns the shapes they produce, and `shapes` holds the shapes its answer
@@ -316,6 +316,26 @@ QUESTIONS: dict[str, list[Question]] = {
                  "can leak through the gates' values. Hard gates are exactly 0 or 1 (gate > 0.5), so a word is "
                  "read or not. Rounding has no useful gradient, so the straight-through estimator uses the hard "
                  "value forward and the soft gate's gradient backward: `hard + (soft - soft.detach())`."),
+    ],
+    "10": [
+        _shape("10", "A decoder translated a 5-word source into 6 words: its weights, teacher forced on the output, "
+                     "are (7, 6), with the `<eos>` step as the last row and the source `<eos>` as the last column. "
+                     "What shapes do `word_block(weights, 6, 5)` and `shifted_rows(weights)` return?",
+               "`word_block` (6, 5): the words-by-words block, `<eos>` row and column dropped, each row renormalised; "
+               "`shifted_rows` (6, 6): rows 1..6, the weights of step t + 1 read as the alignment of word t (Chen et "
+               "al. 2020), the source `<eos>` column still in.",
+               ((6, 5), (6, 6)), question_shapes.nb10_alignment_matrices),
+        _concept("10", "Why does the alignment error rate use two sets of gold links, sure and possible?",
+                 "Annotators agree on some links (sure, S) and not on others (possible, P, with S inside P). "
+                 "AER = 1 - (|A∩S| + |A∩P|) / (|A| + |S|) rewards a predicted link that is at least possible, and "
+                 "counts only the sure links as missed recall, so an aligner is not punished for a link on which "
+                 "people themselves disagree (Och & Ney 2003)."),
+        _concept("10", "Shifted attention (reading the weights one step later) aligns better in Transformers; why "
+                       "does it align worse for the course's RNN decoders?",
+                 "In a Transformer the cross-attention of step t + 1 is computed with output word t as its input, "
+                 "so it looks at the source word that was just translated. The Bahdanau and Luong decoders of the "
+                 "course attend while producing word t: the weights of step t already belong to word t, and those "
+                 "of step t + 1 belong to the next word. The results file shows it at every seed and kind."),
     ],
 }
 

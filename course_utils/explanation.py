@@ -1,0 +1,307 @@
+"""Does attention explain? Probes of a trained Seq2Seq that the attention weights can be checked against.
+Introduced in notebook 10.
+
+    forced = forced_batch(model, sources, outputs)      # teacher-forced: per-token log P and attention, batched
+    grads = attributions(model, src_ids, out_ids)       # (T, S): |d log p(y_t) / d source embedding s|
+    ig = attributions(model, src_ids, out_ids, steps=16)   # integrated gradients from a zero embedding
+    loo = leave_one_out(model, src_ids, out_ids)        # (T, S - 1): the drop in log p(y_t) without word s
+    kendall_tau(attention_row, importance_row)          # do the two rank the source words alike?
+    erasure_effects(model, src_vocab, tgt_vocab, sentences)   # delete the most / a random / the least attended word
+    with replaced_attention(model, "uniform"): ...      # decode with uniform (or "frozen") attention weights
+    sink_mass(attention, source_tokens)                 # how much attention sits on <eos> and punctuation
+    EosMaskedSeq2Seq(config)                            # a remedy: <eos> is not a key
+
+Related work: Jain & Wallace (2019), Wiegreffe & Pinter (2019), Serrano & Smith (2019); Ding et al. (2019) for
+saliency as alignment.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from course_utils.attention import AttentionOutput
+from course_utils.data import pad_ids
+from course_utils.decoder import Memory
+from course_utils.metrics import corpus_scores
+from course_utils.runtime import eval_mode
+from course_utils.seq2seq import Seq2Seq
+from course_utils.translate import translate_batch
+from course_utils.vocab import EOS_TOKEN
+
+__all__ = ["ForcedBatch", "forced_batch", "attributions", "leave_one_out", "kendall_tau", "rank_agreement",
+           "Erasure", "erase_word", "erasure_effects", "REPLACEMENTS", "ReplacedAttention", "replaced_attention",
+           "SinkMass", "sink_mass", "EosMaskedSeq2Seq", "rank_agreements", "bleu_with_attention",
+           "mean_sink_mass"]
+
+
+class ForcedBatch(NamedTuple):
+    """Teacher-forced results, one entry per sentence. Introduced in notebook 10."""
+
+    token_log_probs: list[Tensor]  # (T_i,) log p(y_t | y_<t, x) of each output token
+    attention: list[Tensor | None]  # (T_i, S_i) weights, or None for a model without attention
+
+
+@torch.no_grad()
+def forced_batch(model: Seq2Seq, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
+                 batch_size: int = 128) -> ForcedBatch:
+    """Force-decode many (source ids, output ids) pairs (each ending with EOS) in padded batches.
+    Returns per-sentence token log-probs (T_i,) and attention (T_i, S_i). Introduced in notebook 10."""
+    if len(sources) != len(outputs):
+        raise ValueError(f"got {len(sources)} sources and {len(outputs)} outputs: pass one output per source")
+    logps, weights = [], []
+    with eval_mode(model):
+        for start in range(0, len(sources), batch_size):
+            src, src_lengths = pad_ids([torch.tensor(s) for s in sources[start:start + batch_size]])  # (B, S)
+            tgt, tgt_lengths = pad_ids([torch.tensor(o) for o in outputs[start:start + batch_size]])  # (B, T)
+            out = model(src.to(model.device), src_lengths, tgt.to(model.device))
+            picked = out.log_probs.gather(2, tgt.to(model.device).unsqueeze(2)).squeeze(2).cpu()  # (B, T)
+            for row, (s_len, t_len) in enumerate(zip(src_lengths.tolist(), tgt_lengths.tolist())):
+                logps.append(picked[row, :t_len])
+                weights.append(None if out.attention is None else out.attention[row, :t_len, :s_len].cpu())
+    return ForcedBatch(logps, weights)
+
+
+def attributions(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int], steps: int = 0) -> Tensor:
+    """How much each source position matters to each output token, from gradients w.r.t. the source embeddings.
+
+    src_ids (S,), out_ids (T,), both ending with EOS -> (T, S), non-negative.
+    steps = 0: saliency, the L2 norm of d log p(y_t) / d e_s (Ding et al. 2019 use gradients to align).
+    steps = m > 0: integrated gradients from the zero embedding, |sum over E of e_s * mean_k grad at (k / m) e|.
+    Every (t, k) is one row of one batch, so one backward pass gives them all. Introduced in notebook 10.
+    """
+    rows = len(out_ids) * max(steps, 1)
+    src = torch.tensor(list(src_ids), device=model.device).repeat(rows, 1)  # (R, S)
+    tgt = torch.tensor(list(out_ids), device=model.device).repeat(rows, 1)  # (R, T)
+    with torch.no_grad():
+        embedded = model.encoder.embedding(src[:1])  # (1, S, E)
+    alphas = torch.arange(1, steps + 1, device=model.device) / steps if steps else torch.ones(1, device=model.device)
+    scaled = (alphas.repeat(len(out_ids)).view(rows, 1, 1) * embedded).requires_grad_(True)  # (R, S, E)
+    handle = model.encoder.embedding.register_forward_hook(lambda module, inputs, output: scaled)
+    try:
+        with eval_mode(model):
+            out = model(src, torch.full((rows,), len(src_ids)), tgt)  # log_probs (R, T, V)
+    finally:
+        handle.remove()
+    step_of_row = torch.arange(len(out_ids), device=model.device).repeat_interleave(max(steps, 1))  # (R,)
+    picked = out.log_probs[torch.arange(rows), step_of_row, tgt[0, step_of_row]]  # (R,) log p(y_t) of each row
+    (grad,) = torch.autograd.grad(picked.sum(), scaled)  # (R, S, E)
+    grad = grad.view(len(out_ids), max(steps, 1), len(src_ids), -1)  # (T, m, S, E)
+    if not steps:
+        return grad[:, 0].norm(dim=-1).cpu()  # (T, S)
+    return (embedded[0] * grad.mean(dim=1)).sum(dim=-1).abs().cpu()  # (T, S)
+
+
+def leave_one_out(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int]) -> Tensor:
+    """The drop in log p(y_t) when source word s is deleted (EOS kept): src_ids (S,), out_ids (T,) -> (T, S - 1).
+    Introduced in notebook 10."""
+    words = list(src_ids[:-1])
+    if not words:
+        raise ValueError("leave_one_out needs a source with at least one word before EOS")
+    erased = [words[:s] + words[s + 1:] + [src_ids[-1]] for s in range(len(words))]
+    forced = forced_batch(model, [list(src_ids)] + erased, [list(out_ids)] * (len(words) + 1))
+    full = forced.token_log_probs[0]  # (T,)
+    return torch.stack([full - logp for logp in forced.token_log_probs[1:]], dim=1)  # (T, S - 1)
+
+
+def kendall_tau(x: Tensor, y: Tensor) -> float:
+    """Kendall's tau-b between two score vectors of one length (ties counted as neither); nan when undefined.
+    Introduced in notebook 10."""
+    x, y = torch.as_tensor(x, dtype=torch.float64).flatten(), torch.as_tensor(y, dtype=torch.float64).flatten()
+    if x.shape != y.shape:
+        raise ValueError(f"kendall_tau needs two vectors of one length, got {tuple(x.shape)} and {tuple(y.shape)}")
+    dx = torch.sign(x.unsqueeze(0) - x.unsqueeze(1)).triu(1)  # (n, n) signs of the pairs i < j
+    dy = torch.sign(y.unsqueeze(0) - y.unsqueeze(1)).triu(1)
+    denominator = math.sqrt(float((dx != 0).sum()) * float((dy != 0).sum()))
+    return float((dx * dy).sum()) / denominator if denominator else float("nan")
+
+
+def rank_agreement(attention: Tensor, importance: Tensor) -> float:
+    """Mean Kendall tau over rows between attention (T, S) and an importance (T, S); nan rows are skipped.
+    Introduced in notebook 10."""
+    if attention.shape != importance.shape:
+        raise ValueError(f"attention {tuple(attention.shape)} and importance {tuple(importance.shape)} differ: "
+                         "drop the <eos> column from both or from neither")
+    taus = [kendall_tau(a, i) for a, i in zip(attention, importance)]
+    taus = [tau for tau in taus if not math.isnan(tau)]
+    return sum(taus) / len(taus) if taus else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------- erasure
+class Erasure(NamedTuple):
+    """What deleting one source word did, over the sentences tried. Introduced in notebook 10."""
+
+    changed: int  # translations that changed
+    sentences: int  # sentences tried
+    log_prob_drop: float  # mean drop of log P(original output | source) when the word is gone
+
+
+def erase_word(words: Sequence[str], position: int) -> str:
+    """The sentence without the word at `position`. Introduced in notebook 10."""
+    return " ".join(list(words[:position]) + list(words[position + 1:]))
+
+
+def _picks(received: Tensor, words: Sequence[str], rng: random.Random) -> dict[str, int] | None:
+    """Positions of the most attended, a random and the least attended word (punctuation excluded)."""
+    positions = [j for j, word in enumerate(words) if word.isalpha()]
+    if len(positions) < 2:
+        return None
+    return {"most attended": max(positions, key=lambda j: float(received[j])), "random": rng.choice(positions),
+            "least attended": min(positions, key=lambda j: float(received[j]))}
+
+
+def erasure_effects(model: Seq2Seq, src_vocab, tgt_vocab, sentences: Sequence[str],
+                    seed: int = 0) -> dict[str, Erasure]:
+    """Delete the most attended, a random, and the least attended source word (attention summed over the greedy
+    output's rows) and re-translate. -> {"most attended" | "random" | "least attended": Erasure}.
+    Sentences with fewer than two words (punctuation aside) are skipped. Introduced in notebook 10."""
+    rng = random.Random(seed)
+    originals = translate_batch(model, src_vocab, tgt_vocab, sentences)
+    chosen = []  # (original, picks)
+    for translation in originals:
+        picks = _picks(translation.attention[:, :-1].sum(0), translation.source_tokens[:-1], rng)
+        if picks is not None:
+            chosen.append((translation, picks))
+    effects = {}
+    for label in ("most attended", "random", "least attended"):
+        erased = [erase_word(t.source_tokens[:-1], picks[label]) for t, picks in chosen]
+        outputs = translate_batch(model, src_vocab, tgt_vocab, erased)
+        out_ids = [[tgt_vocab[token] for token in t.output_tokens] for t, _ in chosen]
+        full = forced_batch(model, [src_vocab.encode(" ".join(t.source_tokens[:-1])) for t, _ in chosen], out_ids)
+        less = forced_batch(model, [src_vocab.encode(sentence) for sentence in erased], out_ids)
+        drops = [float(a.sum() - b.sum()) for a, b in zip(full.token_log_probs, less.token_log_probs)]
+        changed = sum(new.text != t.text for new, (t, _) in zip(outputs, chosen))
+        effects[label] = Erasure(changed, len(chosen), sum(drops) / max(len(drops), 1))
+    return effects
+
+
+# ---------------------------------------------------------------------------------------------- replaced weights
+REPLACEMENTS = ("uniform", "frozen")  # what ReplacedAttention can put in place of the model's weights
+
+
+class ReplacedAttention(nn.Module):
+    """Wraps a decoder's attention and replaces its weights. Introduced in notebook 10.
+
+    "uniform": every real source position gets 1 / S (Jain & Wallace's question: does *where* matter?).
+    "frozen": the first decoder step's weights are kept for every later step of the sentence (the decoder no
+    longer re-attends); `reset()` forgets them (done before every `encode` by `replaced_attention`).
+    The context is then the weighted sum of the keys, as in the wrapped scorer.
+    """
+
+    def __init__(self, inner: nn.Module, mode: str):
+        super().__init__()
+        if mode not in REPLACEMENTS:
+            raise ValueError(f"unknown replacement {mode!r}: choose one of {', '.join(REPLACEMENTS)}")
+        self.inner, self.mode, self.frozen = inner, mode, None
+
+    def reset(self) -> None:
+        self.frozen = None
+
+    def project_keys(self, keys: Tensor) -> Tensor | None:
+        return self.inner.project_keys(keys)  # (B, S, A) or None, as the wrapped scorer
+
+    def forward(self, query: Tensor, keys: Tensor, mask: Tensor, projected_keys: Tensor | None = None):
+        _, weights = self.inner(query, keys, mask, projected_keys)  # (B, S) or (B, T, S)
+        if self.mode == "uniform":
+            uniform = mask.float() / mask.sum(dim=1, keepdim=True)  # (B, S)
+            weights = uniform if weights.dim() == 2 else uniform.unsqueeze(1).expand_as(weights)
+        else:
+            if self.frozen is None:
+                self.frozen = weights if weights.dim() == 2 else weights[:, 0]  # (B, S): the first step's
+            weights = self.frozen if weights.dim() == 2 else self.frozen.unsqueeze(1).expand_as(weights)
+        context = torch.bmm(weights.unsqueeze(1) if weights.dim() == 2 else weights, keys)  # (B, 1 or T, K)
+        return AttentionOutput(context.squeeze(1) if weights.dim() == 2 else context, weights)
+
+
+@contextlib.contextmanager
+def replaced_attention(model: Seq2Seq, mode: str) -> Iterator[Seq2Seq]:
+    """Within the block the model's decoder attends with `mode` weights (see ReplacedAttention); restored after.
+    Bahdanau and Luong decoders only (the location exhibit has no content attention). Introduced in notebook 10."""
+    decoder = model.decoder
+    if model.config.attention in ("none", "location"):
+        raise ValueError(f"attention={model.config.attention!r} has no content attention to replace: use a "
+                         "Bahdanau or Luong model")
+    original = decoder.attention
+    decoder.attention = ReplacedAttention(original, mode)
+    handle = model.encoder.register_forward_pre_hook(lambda module, inputs: decoder.attention.reset())
+    # the fast paths may inline the scorer: teacher-forced passes take the plain step loop, which calls `step`
+    decoder.forward = lambda tgt_in, state, memory, teacher_forcing_ratio=1.0, *args, **kwargs: \
+        decoder.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
+    try:
+        yield model
+    finally:
+        handle.remove()
+        del decoder.forward  # the class's forward again
+        decoder.attention = original
+
+
+# ---------------------------------------------------------------------------------------------- attention sinks
+class SinkMass(NamedTuple):
+    """Mean attention mass per output row on the source's <eos> and on its punctuation. Introduced in notebook 10."""
+
+    eos: float
+    punctuation: float
+
+
+def sink_mass(attention: Tensor, source_tokens: Sequence[str]) -> SinkMass:
+    """attention (T, S) over `source_tokens` (S, ending with <eos>) -> SinkMass. Introduced in notebook 10."""
+    if attention.dim() != 2 or attention.shape[1] != len(source_tokens):
+        raise ValueError(f"attention must be (T, S={len(source_tokens)}) for these source tokens, got "
+                         f"{tuple(attention.shape)}")
+    eos = [j for j, token in enumerate(source_tokens) if token == EOS_TOKEN]
+    punctuation = [j for j, token in enumerate(source_tokens) if token != EOS_TOKEN and not token.isalnum()]
+    return SinkMass(float(attention[:, eos].sum(1).mean()), float(attention[:, punctuation].sum(1).mean()))
+
+
+class EosMaskedSeq2Seq(Seq2Seq):
+    """A Seq2Seq whose decoder may not attend to the source's <eos> (its last real position): a remedy tried
+    against the attention sink. Trains with `train` like any Seq2Seq. Introduced in notebook 10."""
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, object]:
+        memory, state = super().encode(src, src_lengths)
+        positions = torch.arange(src.shape[1], device=src.device)  # (S,)
+        is_eos = positions == (src_lengths.to(src.device) - 1).unsqueeze(1)  # (B, S)
+        return memory._replace(mask=memory.mask & ~is_eos), state  # a one-word source keeps its word
+
+
+# ---------------------------------------------------------------------------------------------- over a test set
+def _ids(src_vocab, tgt_vocab, pairs) -> tuple[list[list[int]], list[list[int]]]:
+    return [src_vocab.encode(p.source) for p in pairs], [tgt_vocab.encode(p.target) for p in pairs]
+
+
+def rank_agreements(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> dict[str, float]:
+    """Mean Kendall tau, over the output rows of `pairs` (force-decoded on the reference), between attention,
+    gradient saliency and leave-one-out importance of the source words (<eos> left out). Introduced in notebook 10."""
+    sources, outputs = _ids(src_vocab, tgt_vocab, pairs)
+    forced = forced_batch(model, sources, outputs)
+    sums = {"attention ~ leave-one-out": [], "attention ~ saliency": [], "saliency ~ leave-one-out": []}
+    for src, out, weights in zip(sources, outputs, forced.attention):
+        if len(src) < 3:  # one word: nothing to rank
+            continue
+        words = len(src) - 1
+        attention, loo = weights[:, :words], leave_one_out(model, src, out)  # (T, S - 1) each
+        saliency = attributions(model, src, out)[:, :words]  # (T, S - 1)
+        for key, (a, b) in zip(sums, ((attention, loo), (attention, saliency), (saliency, loo))):
+            sums[key].append(rank_agreement(a, b))
+    return {key: sum(values) / len(values) if values else float("nan") for key, values in sums.items()}
+
+
+def bleu_with_attention(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence, mode: str | None = None) -> float:
+    """Greedy corpus BLEU on `pairs` with the model's own attention (mode None) or `mode` weights
+    (see ReplacedAttention). Introduced in notebook 10."""
+    with contextlib.nullcontext() if mode is None else replaced_attention(model, mode):
+        outputs = translate_batch(model, src_vocab, tgt_vocab, [p.source for p in pairs])
+    return corpus_scores([o.text for o in outputs], [p.target for p in pairs]).bleu
+
+
+def mean_sink_mass(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> SinkMass:
+    """SinkMass averaged over `pairs`, each force-decoded on its reference. Introduced in notebook 10."""
+    sources, outputs = _ids(src_vocab, tgt_vocab, pairs)
+    masses = [sink_mass(weights, p.source.split() + [EOS_TOKEN])
+              for p, weights in zip(pairs, forced_batch(model, sources, outputs).attention)]
+    return SinkMass(*(sum(values) / len(values) for values in zip(*masses)))
