@@ -17,7 +17,8 @@ Side by side: each engine recipe is timed in rounds, and every round first train
 steps, then the engine (classic, engine, classic, engine, ...). A recipe's speed-up divides its tokens/s by the
 classic recipe's tokens/s in the chunks interleaved with it, so a machine whose load changes during the run slows
 both alike. The engine rows time `train.train_step` itself, the step that `train_epoch` runs (on a GPU with the CUDA
-graphs that `train` records; the plain step loop without them). `--compare-plain` and
+graphs that `train` records; the plain step loop without them, its loss then over the padded (B, T, V) log-probabilities
+as before the packed loss). `--compare-plain` and
 `--compare-threads` add variants of one model to each round, timed on the same batches.
 """
 from __future__ import annotations
@@ -140,7 +141,12 @@ class Variant(NamedTuple):
 def applied(variant: Variant, model: Seq2Seq):
     """Inside the block, `model` and torch run as `variant` says; everything is restored after."""
     if variant.plain:
-        model.decoder.forward = model.decoder.decode_steps  # an instance attribute: nn.Module.__call__ calls it
+        decode_steps = model.decoder.decode_steps  # the plain loop reads no lengths and packs nothing
+
+        def plain_forward(tgt_in, state, memory, teacher_forcing_ratio=1.0, lengths=None, packed=False):
+            return decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
+
+        model.decoder.forward = plain_forward  # an instance attribute: nn.Module.__call__ calls it
     try:
         with thread_count(variant.threads):
             yield

@@ -1,16 +1,15 @@
 """Decoders: one target word per step, with or without attention over the encoder's keys.
 
-Introduced in notebooks 03 and 04. Every decoder shares one step interface, so teacher-forced training, greedy
-search and beam search work for all of them:
+Introduced in notebooks 03 and 04. Every decoder shares one step interface, so training and search work for all:
 
     memory = decoder.prepare_memory(keys (B, S, K), mask (B, S))   # once per sentence
     state = decoder.init_state(encoder_final (B, H))
     out = decoder.step(prev_tokens (B,), state, memory)           # -> log_probs (B, V), state, weights (B, S)
     out = decoder(tgt_in (B, T), state, memory, teacher_forcing_ratio)  # all T steps -> (B, T, V), (B, T, S)
 
-The four decoders: DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's
-location-based exhibit), BahdanauDecoder (attend, then step) and LuongDecoder (step, then attend). Bahdanau's and
-Luong's `forward` take fast paths (tested against the plain loop, `decode_steps`); not about search (`search`).
+DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's location-based exhibit),
+BahdanauDecoder (attend, then step), LuongDecoder (step, then attend); the last two's `forward` take fast paths
+(tested against the plain loop, `decode_steps`).
 """
 from typing import NamedTuple
 
@@ -18,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_utils.attention import BahdanauAttention, make_attention
+from course_utils.attention import BahdanauAttention, make_attention, padding_bias
 from course_utils.vocab import MAX_LENGTH, PAD_ID
 
 __all__ = ["Memory", "DecoderState", "StepOutput", "DecoderOutput", "Decoder", "DecoderRNN",
@@ -60,16 +59,14 @@ class StepOutput(NamedTuple):
 class DecoderOutput(NamedTuple):
     """All T steps of a decoder. Introduced in notebook 03."""
 
-    log_probs: Tensor  # (B, T, V)
+    log_probs: Tensor  # (B, T, V); (N, V) for the real steps only when a fast path is asked to pack them
     weights: Tensor | None  # (B, T, S); (B, T, max_length) for AttnDecoderRNN; None without attention
     state: DecoderState  # after the last step
 
 
 class Decoder(nn.Module):
-    """Shared machinery: input checks, the default memory/state, and the teacher-forced step loop.
-
-    Subclasses set hidden_size, key_size, output_size (V) and implement `step`. Introduced in notebook 03.
-    """
+    """Shared machinery: input checks, the default memory/state, and the teacher-forced step loop. Subclasses set
+    hidden_size, key_size, output_size (V) and implement `step`. Introduced in notebook 03."""
 
     hidden_size: int
     key_size: int
@@ -78,8 +75,7 @@ class Decoder(nn.Module):
 
     def check_source_length(self, source_length: int) -> None:
         """Raise a one-line ValueError when a source of `source_length` positions (EOS included) is longer than this
-        decoder can read (`max_source_length`). Decoding asks this before it starts. Content-based attention (and
-        no attention) reads any length, so this default checks nothing; AttnDecoderRNN has a limit."""
+        decoder can read (`max_source_length`), as AttnDecoderRNN does; this default (any length) checks nothing."""
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
         """keys (B, S, K) encoder outputs, mask (B, S) bool -> Memory (nothing precomputed by default)."""
@@ -97,25 +93,22 @@ class Decoder(nn.Module):
         raise NotImplementedError
 
     def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
-                lengths: Tensor | None = None) -> DecoderOutput:
+                lengths: Tensor | None = None, packed: bool = False) -> DecoderOutput:
         """Run T steps. tgt_in (B, T) long starts with SOS (Seq2Seq prepends it) -> DecoderOutput.
 
         Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip chooses, for the whole
         batch, the gold token tgt_in[:, t] with probability `teacher_forcing_ratio`, else the decoder's own argmax
-        from the previous step. The T - 1 coins are drawn up front with one torch.rand on tgt_in's device (so the
-        global seed decides). Ratio 1.0 and 0.0 draw no random numbers.
-
+        from the previous step; the T - 1 coins are drawn up front (one torch.rand on tgt_in's device; none at 1, 0).
         lengths: (B,) long on the CPU, optional: how many of the T steps of each row are real (the target's
         length); the rest is padding, which training's loss ignores. The Bahdanau and Luong fast paths then run the
-        output layer on the real steps only, and log_probs is 0 at the padded ones; the step loop ignores it.
-        """
+        output layer on the real steps only: log_probs is 0 at the padded ones, or with `packed` (N, V), the N real
+        steps row by row (training's loss then never touches the padding). The step loop ignores both."""
         return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
 
     def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
                      teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """The plain step loop behind `forward` (see there); the Luong and Bahdanau fast paths are tested against it.
-        No value is read back to Python inside the loop (on a GPU each read waits for every queued kernel): the
-        coins stay a tensor, and torch.where picks gold or argmax."""
+        """The plain step loop behind `forward` (see there); the fast paths are tested against it. No value is read
+        back to Python in the loop (on a GPU each read waits for the queued kernels): torch.where picks the word."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         steps = tgt_in.shape[1]
         if 0.0 < teacher_forcing_ratio < 1.0:
@@ -153,22 +146,23 @@ class Decoder(nn.Module):
             raise ValueError(f"mask must be a (B, S) = {tuple(keys.shape[:2])} bool tensor, got "
                              f"{tuple(mask.shape)} {mask.dtype}: True on real tokens, e.g. src != PAD_ID")
 
-    def _output_on_real_steps(self, output_layer, lengths: Tensor | None, *inputs: Tensor) -> Tensor:
+    def _output_on_real_steps(self, output_layer, lengths: Tensor | None, *inputs: Tensor,
+                              packed: bool = False) -> Tensor:
         """output_layer(*inputs) for inputs (B, T, .) -> (B, T, V), computed at the real steps only when `lengths`
-        (B,) is given (zeros at the padded ones): the largest matrix product of training skips the padding."""
+        (B,) is given (zeros at the padded ones; (N, V) when packed): the largest product skips the padding."""
         if lengths is None:
             return output_layer(*inputs)  # (B, T, V)
         batch, steps = inputs[0].shape[:2]
         real = torch.arange(steps) < lengths.unsqueeze(1)  # (B, T) on the CPU
         index = real.flatten().nonzero().squeeze(1).to(inputs[0].device)  # (N,) flat positions of the real steps
-        packed = [x.reshape(batch * steps, -1).index_select(0, index) for x in inputs]  # each (N, .)
-        out = output_layer(*packed)  # (N, V)
-        return out.new_zeros(batch * steps, out.shape[-1]).index_copy(0, index, out).view(batch, steps, -1)
+        rows = [x.reshape(batch * steps, -1).index_select(0, index) for x in inputs]  # each (N, .)
+        out = output_layer(*rows)  # (N, V)
+        return out if packed else out.new_zeros(batch * steps, out.shape[-1]).index_copy(0, index, out).view(
+            batch, steps, -1)  # (B, T, V)
 
     def _gru_step(self, rnn_input: Tensor, hidden: Tensor) -> Tensor:
-        """One step of self.gru: rnn_input (B, I), hidden (B, H) -> new hidden (B, H). On a GPU through
-        torch.gru_cell on self.gru's own weights (nn.GRU would set up a cuDNN sequence per step); on the CPU through
-        nn.GRU itself (the cell's backward sums in another order; the stored models were trained this way)."""
+        """One step of self.gru: rnn_input (B, I), hidden (B, H) -> (B, H). On a GPU torch.gru_cell on its weights
+        (nn.GRU would set up cuDNN per step); on the CPU nn.GRU itself (the cell's backward sums in another order)."""
         if hidden.is_cuda:
             gru = self.gru
             return torch.gru_cell(rnn_input, hidden, gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0,
@@ -180,9 +174,9 @@ class Decoder(nn.Module):
 class DecoderRNN(Decoder):
     """Decoder without attention: the encoder's final state is all it knows of the source (Cho et al., 2014).
 
-    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax. The memory is accepted and ignored,
-    so the model plugs into the same training and search code; weights are None. (The 2017 tutorial also put a
-    ReLU on the embedding; this baseline leaves it out.) Introduced in notebook 03.
+    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax. The memory is accepted and ignored (weights
+    None), so it plugs into the same training and search code. (The 2017 tutorial also put a ReLU on the embedding;
+    this baseline leaves it out.) Introduced in notebook 03.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, output_size: int, dropout: float = 0.1,
@@ -210,11 +204,9 @@ class AttnDecoderRNN(Decoder):
     encoder outputs zero-padded to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU, whose state
     gives the output. Consequences the tests pin down: changing the encoder outputs does not change the weights,
     sentences longer than max_length (MAX_LENGTH) cannot be attended to at all (`check_source_length` says so), and
-    nothing masks the padding.
-
-    Its weights are therefore (B, max_length), not (B, S): a softmax over all max_length slots, with the mass on
-    slots >= the sentence's length multiplying zeros. The embedding size is the hidden size, as in the tutorial.
-    `key_size` (default hidden_size) lets it follow a bidirectional encoder. Introduced in notebook 03.
+    nothing masks the padding. Its weights are therefore (B, max_length): a softmax over all slots, the mass on slots
+    >= the sentence's length multiplying zeros. Embedding size = hidden size, as in the tutorial; `key_size`
+    (default hidden_size) lets it follow a bidirectional encoder. Introduced in notebook 03.
     """
 
     def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = MAX_LENGTH,
@@ -244,9 +236,8 @@ class AttnDecoderRNN(Decoder):
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
         """Zero-pad keys (B, S, K) to (B, max_length, K), as the tutorial's encoder_outputs buffer does."""
         self._check_memory(keys, mask)
-        source_length = keys.shape[1]
-        self.check_source_length(source_length)
-        padding = self.max_length - source_length
+        self.check_source_length(keys.shape[1])
+        padding = self.max_length - keys.shape[1]
         keys = F.pad(keys, (0, 0, 0, padding))  # (B, max_length, K)
         mask = F.pad(mask, (0, padding), value=False)  # (B, max_length)
         return Memory(keys, mask, None)
@@ -265,16 +256,15 @@ class AttnDecoderRNN(Decoder):
 class BahdanauDecoder(Decoder):
     """Bahdanau et al. (2015): attend with the previous state, then step the GRU on [embedding; context].
 
-    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1});
-    output: t_i = tanh(W_o [s_i; c_i; E y_{i-1}]) (a tanh layer in place of the paper's maxout "deep output"),
-    then log_softmax(Linear(H, V)(dropout(t_i))). The keys' projection U k is computed once per sentence in
-    `prepare_memory`. attention_size A defaults to hidden_size.
+    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1}); output: t_i = tanh(W_o [s_i; c_i;
+    E y_{i-1}]) (a tanh layer in place of the paper's maxout "deep output"), then log_softmax(Linear(H, V)(dropout(
+    t_i))). The keys' projection U k is computed once per sentence in `prepare_memory`; A defaults to hidden_size.
 
-    Fast path: with teacher_forcing_ratio == 1.0 no step needs the previous step's prediction, so `forward` keeps
-    only the recurrence (attend, then GRU) in its step loop and runs the output layer (t_i, Linear(H, V),
-    log_softmax: the largest matrix product) once over all T steps after it. The attention still runs step by step:
-    it reads s_{i-1}. It equals the step loop (`decode_steps`) up to float rounding (with dropout on, the random
-    masks differ). Introduced in notebook 03.
+    Fast path (teacher_forcing_ratio 1.0: no step needs the previous prediction): `forward` takes out of its loop
+    (`_recurrence`) the output layer (the largest product) and the GRU's input product of the embedding half, W_ie E y
+    (the context half depends on the step); attention's W s and the GRU's W_h s, both of s_{i-1}, are one product.
+    It equals `decode_steps` up to float rounding (with dropout on, the masks differ). While a forward hook watches
+    a submodule (shapes.trace_shapes), its loop calls attention and GRU as modules instead. Introduced in notebook 03.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int, dropout: float = 0.1,
@@ -295,44 +285,56 @@ class BahdanauDecoder(Decoder):
 
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
         embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
-        hidden, context, weights = self._attend_then_step(embedded, state.hidden, memory)  # (B, H), (B, K), (B, S)
+        previous = state.hidden  # (B, H) s_{i-1}: Bahdanau attends with the state *before* the step
+        context, weights = self.attention(previous, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
+        hidden = self._gru_step(torch.cat([embedded, context], dim=-1), previous)  # (B, H) s_i
         log_probs = self._output_layer(hidden, context, embedded)  # (B, V)
         return StepOutput(log_probs, DecoderState(hidden, None), weights)
 
-    def _attend_then_step(self, embedded: Tensor, previous: Tensor,
-                          memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
-        """One step of the recurrence: embedded (B, E), the state *before* the step s_{i-1} (B, H), which Bahdanau
-        attends with -> (s_i (B, H), c_i (B, K), weights (B, S))."""
-        context, weights = self.attention(previous, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
-        hidden = self._gru_step(torch.cat([embedded, context], dim=-1), previous)  # (B, H)
-        return hidden, context, weights
-
     def _output_layer(self, hidden: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
-        """t_i = tanh(W_o [s_i; c_i; E y_{i-1}]) -> log-probabilities. Shapes (B, [T,] H), (B, [T,] K), (B, [T,] E)
-        -> (B, [T,] V): one step, or all T steps at once (the fast path)."""
+        """t_i = tanh(W_o [s_i; c_i; E y_{i-1}]) -> log-probs: (B, [T,] H), (B, [T,] K), (B, [T,] E) -> (B, [T,] V)."""
         pre_output = torch.tanh(self.pre_output(torch.cat([hidden, context, embedded], dim=-1)))  # (B, [T,] H)
         return F.log_softmax(self.out(self.dropout(pre_output)), dim=-1)  # (B, [T,] V)
 
     def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
-                lengths: Tensor | None = None) -> DecoderOutput:
-        """All T steps; the fast path (output layer once, after the loop, on the real steps only when `lengths` is
-        given) when teacher_forcing_ratio == 1.0."""
+                lengths: Tensor | None = None, packed: bool = False) -> DecoderOutput:
+        """All T steps; the fast path (see the class) when teacher_forcing_ratio == 1.0."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         if teacher_forcing_ratio != 1.0:  # a step may read the previous step's argmax: the plain loop
             return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
         embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E): every input word is the gold one
-        hidden, hiddens, contexts, weights = state.hidden, [], [], []
-        # unbind: the T steps' inputs in one autograd node (embedded[:, t] would make each step's backward write a
-        # zero-filled (B, T, E) gradient)
-        for step_embedded in embedded.unbind(dim=1):  # T tensors (B, E); only the recurrence stays in the loop
-            hidden, context, step_weights = self._attend_then_step(step_embedded, hidden, memory)  # (B, H), (B, K)
-            hiddens.append(hidden)
-            contexts.append(context)
-            weights.append(step_weights)
-        hiddens, contexts = torch.stack(hiddens, dim=1), torch.stack(contexts, dim=1)  # (B, T, H), (B, T, K)
-        log_probs = self._output_on_real_steps(self._output_layer, lengths, hiddens, contexts,
-                                               embedded)  # (B, T, V): all steps in one matmul
-        return DecoderOutput(log_probs, torch.stack(weights, dim=1), DecoderState(hidden, None))  # weights (B, T, S)
+        if any(module._forward_hooks or module._forward_pre_hooks for module in self.modules()):
+            hidden, steps = state.hidden, []  # hooks (shapes.trace_shapes) see each module run, step by step
+            for words in embedded.unbind(dim=1):  # T x (B, E)
+                context, weights = self.attention(hidden, memory.keys, memory.mask, memory.projected_keys)
+                hidden = self._gru_step(torch.cat([words, context], dim=-1), hidden)  # (B, H)
+                steps.append((hidden, context, weights))
+            hiddens, contexts, weights = (torch.stack(outputs, dim=1) for outputs in zip(*steps))
+        else:
+            hiddens, contexts, weights = self._recurrence(embedded, state.hidden, memory)  # (B, T, H|K|S)
+        log_probs = self._output_on_real_steps(self._output_layer, lengths, hiddens, contexts, embedded,
+                                               packed=packed)  # (B, T, V) or (N, V): all steps in one matmul
+        return DecoderOutput(log_probs, weights, DecoderState(hiddens[:, -1], None))
+
+    def _recurrence(self, embedded: Tensor, hidden: Tensor, memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
+        """The fast path's loop: `step`'s attention and GRU (PyTorch's GRU equations, written out) for all T steps of
+        embedded (B, T, E) from s_0 = hidden (B, H) -> s_1..s_T (B, T, H), contexts (B, T, K), weights (B, T, S)."""
+        gru, attention, size = self.gru, self.attention, self.hidden_size
+        w_words, w_context = gru.weight_ih_l0.split([embedded.shape[-1], self.key_size], dim=1)  # (3H, E), (3H, K)
+        from_words = F.linear(embedded, w_words, gru.bias_ih_l0).unbind(dim=1)  # T x (B, 3H): one matrix product
+        w_state = torch.cat([gru.weight_hh_l0, attention.query_layer.weight])  # (3H + A, H): both read s_{i-1}
+        parts = [2 * size, size, w_state.shape[0] - 3 * size]  # reset and update gates, new gate, query (A)
+        b_state = F.pad(gru.bias_hh_l0, (0, parts[2]))  # (3H + A,) no bias on the query
+        padding, steps = padding_bias(memory.mask), []  # (B, S) 0 or -inf (the mask checked once); the outputs
+        for words in from_words:  # (B, 3H) W_ie E y_{i-1} + b_i; split, not slices (a slice's backward zero-fills)
+            h_rz, h_n, query = F.linear(hidden, w_state, b_state).split(parts, dim=1)  # (B, 2H), (B, H), (B, A)
+            context, weights = attention.attend(query, memory.keys, memory.projected_keys, padding)  # (B, K), (B, S)
+            i_rz, i_n = torch.addmm(words, context, w_context.t()).split(parts[:2], dim=1)  # W_i [E y; c] + b_i
+            reset, update = torch.sigmoid(i_rz + h_rz).chunk(2, dim=1)  # (B, H) each
+            new = torch.tanh(i_n + reset * h_n)  # (B, H)
+            hidden = new + update * (hidden - new)  # (B, H) = (1 - z) n + z s_{i-1}
+            steps.append((hidden, context, weights))
+        return tuple(torch.stack(outputs, dim=1) for outputs in zip(*steps))  # (B, T, H), (B, T, K), (B, T, S)
 
 
 class LuongDecoder(Decoder):
@@ -344,9 +346,9 @@ class LuongDecoder(Decoder):
     scorers ("concat", "bahdanau") use attention_size A = hidden_size.
     input_feeding: feed h~_{t-1} into the next GRU step (the state then carries it as `input_feed`).
 
-    Fast path: without input feeding and with teacher_forcing_ratio == 1.0 no step depends on the previous
-    step's attention, so `forward` runs the GRU over the whole target in one call and attends for all T steps at
-    once; it equals the step loop (`decode_steps`) up to float rounding. Introduced in notebook 04.
+    Fast path: without input feeding and with teacher_forcing_ratio 1.0 no step depends on the previous step's
+    attention: `forward` runs the GRU over the whole target in one call and attends for all T steps at once; it
+    equals `decode_steps` up to float rounding. Introduced in notebook 04.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int,
@@ -381,18 +383,16 @@ class LuongDecoder(Decoder):
         return StepOutput(log_probs, DecoderState(hidden, attentional if self.input_feeding else None), weights)
 
     def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
-                lengths: Tensor | None = None) -> DecoderOutput:
-        """All T steps; the fast path when there is no input feeding and teacher_forcing_ratio == 1.0 (its output
-        layer on the real steps only when `lengths` is given)."""
+                lengths: Tensor | None = None, packed: bool = False) -> DecoderOutput:
+        """All T steps; the fast path (see the class) without input feeding and with teacher_forcing_ratio 1.0."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         if self.input_feeding or teacher_forcing_ratio != 1.0:
             return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
         embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E)
         outputs, hidden = self.gru(embedded, state.hidden.unsqueeze(0))  # (B, T, H), (1, B, H)
-        context, weights = self.attention(outputs, memory.keys, memory.mask,
-                                          memory.projected_keys)  # (B, T, K), (B, T, S): all steps at once
+        context, weights = self.attention(outputs, memory.keys, memory.mask, memory.projected_keys)  # all steps
         attentional = torch.tanh(self.combine(torch.cat([context, outputs], dim=-1)))  # (B, T, H)
-        log_probs = self._output_on_real_steps(self._output_layer, lengths, attentional)  # (B, T, V)
+        log_probs = self._output_on_real_steps(self._output_layer, lengths, attentional, packed=packed)
         return DecoderOutput(log_probs, weights, DecoderState(hidden.squeeze(0), None))  # weights: (B, T, S)
 
     def _output_layer(self, attentional: Tensor) -> Tensor:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from course_utils.cuda_graphs import DecoderGraphs, quiet_stream_warning
@@ -41,7 +42,7 @@ from course_utils.data import Batch, CourseData, Pair, make_loader
 from course_utils.evaluate import evaluate
 from course_utils.loss import masked_nll_loss
 from course_utils.runtime import resolve_device
-from course_utils.seq2seq import Seq2Seq
+from course_utils.seq2seq import Seq2Seq, teacher_forced_input
 
 __all__ = ["TrainConfig", "History", "MIN_USABLE_PAIRS", "enough_pairs_problem", "StepResult", "train_step",
            "training_graphs", "train_epoch", "sample_pairs", "make_optimizer", "train", "average_weights"]
@@ -147,7 +148,9 @@ class StepResult(NamedTuple):
 def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
                graphs: DecoderGraphs | None = None) -> StepResult:
     """One optimisation step on one batch: forward (teacher forcing per `config`), masked loss (label-smoothed per
-    `config`), backward, gradient clipping (when config.clip > 0), optimizer step.
+    `config`), backward, gradient clipping (when config.clip > 0), optimizer step. With a decoder's fast path the
+    loss reads the log-probabilities of the real target steps only (`_real_log_probs`): the same loss as over
+    Seq2Seq.forward's (B, T, V), up to float rounding, without the padding's work.
 
     Args:
         model: a Seq2Seq in train mode, on the device of `batch`.
@@ -162,10 +165,9 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
     Introduced in notebook 05.
     """
     if graphs is None:
-        log_probs = model(batch.src, batch.src_lengths, batch.tgt, teacher_forcing_ratio=config.teacher_forcing_ratio,
-                          tgt_lengths=batch.tgt_lengths).log_probs  # (B, T, V); 0 at padding with a fast path
-        loss = masked_nll_loss(log_probs, batch.tgt, label_smoothing=config.label_smoothing)
-        nll = masked_nll_loss(log_probs.detach(), batch.tgt) if config.label_smoothing > 0 else loss.detach()
+        log_probs, tgt = _real_log_probs(model, batch, config.teacher_forcing_ratio)  # (1, N, V), (1, N); or (B, T, .)
+        loss = masked_nll_loss(log_probs, tgt, label_smoothing=config.label_smoothing)
+        nll = masked_nll_loss(log_probs.detach(), tgt) if config.label_smoothing > 0 else loss.detach()
     else:
         encoded = model.encoder(batch.src, batch.src_lengths)  # keys (B, S, K), final (B, H)
         loss, nll = graphs(encoded.outputs, batch.src_mask, encoded.final, batch.tgt)
@@ -176,6 +178,21 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
     optimizer.step()
     return StepResult(nll.item(), int(batch.tgt_lengths.sum()))
+
+
+def _real_log_probs(model: Seq2Seq, batch: Batch, teacher_forcing_ratio: float) -> tuple[Tensor, Tensor]:
+    """The log-probabilities and targets train_step's loss reads: with a decoder fast path, of the N real target
+    steps only, (1, N, V) and (1, N) (the loss never touches the padding: no (B, T, V) tensor of zeros, nor its
+    gradient); else Seq2Seq.forward's (B, T, V) and batch.tgt (B, T). The same loss either way, up to rounding."""
+    memory, state = model.encode(batch.src, batch.src_lengths)  # keys (B, S, K), hidden (B, H)
+    log_probs = model.decoder(teacher_forced_input(batch.tgt), state, memory, teacher_forcing_ratio,
+                              batch.tgt_lengths, packed=True).log_probs  # (N, V), or (B, T, V) from the step loop
+    if log_probs.dim() == 3:
+        return log_probs, batch.tgt
+    steps = batch.tgt.shape[1]
+    real = (torch.arange(steps) < batch.tgt_lengths.cpu().unsqueeze(1)).flatten()  # (B * T,) on the CPU
+    index = real.nonzero().squeeze(1).to(batch.tgt.device)  # (N,) the real steps, row by row
+    return log_probs.unsqueeze(0), batch.tgt.flatten().index_select(0, index).unsqueeze(0)  # (1, N, V), (1, N)
 
 
 def training_graphs(model: Seq2Seq, config: TrainConfig, loader: Iterable[Batch]) -> DecoderGraphs | None:

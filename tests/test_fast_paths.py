@@ -1,7 +1,8 @@
 """Tests for the decoders' fast paths and for the absence of host synchronisation in the training forward.
 
-Fast paths (teacher_forcing_ratio == 1.0): BahdanauDecoder.forward runs its output layer once over all T steps
-after the step loop, LuongDecoder.forward runs the GRU and the attention once over all steps. Both must equal the
+Fast paths (teacher_forcing_ratio == 1.0): BahdanauDecoder.forward runs its output layer and the embedding half of
+its GRU's input product once over all T steps, outside its loop; LuongDecoder.forward runs the GRU and the
+attention once over all steps. Both must equal the
 plain step loop `decode_steps` (log-probs, attention weights, final state, and every gradient) for any batch size,
 source length and target length, padding included.
 
@@ -14,7 +15,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from course_utils.attention import masked_softmax
+from course_utils.attention import masked_softmax, padding_bias
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
 from course_utils.vocab import SOS_ID
 
@@ -128,17 +129,62 @@ def test_with_target_lengths_the_fast_path_skips_the_padded_steps_only(kind, sha
         assert_close(fast_grads[name], grad, msg=lambda m, name=name: f"gradient of {name}: {m}")
 
 
-def test_bahdanau_fast_path_runs_the_output_layer_once_and_the_loop_once_per_step():
+def test_bahdanau_fast_path_runs_the_output_layer_once_and_the_recurrence_once_per_step(monkeypatch):
+    """Without hooks the loop uses the GRU's weights, not its forward (attention.attend once per step); while a hook
+    watches a submodule (as shapes.trace_shapes does) it calls attention and GRU as modules, once per step."""
     decoder = build("bahdanau")
     keys, mask, encoder_final, tgt_in = make_inputs(4, 7, 6, [7, 1, 3, 5])
     memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
-    out_calls, gru_calls = count_calls(decoder.out), count_calls(decoder.gru)
+    attends, attend = [], decoder.attention.attend
+    monkeypatch.setattr(decoder.attention, "attend", lambda *args: attends.append(1) or attend(*args))
     decoder(tgt_in, state, memory)
-    assert (len(out_calls), len(gru_calls)) == (1, 6)  # output layer once over (B, T, H); the recurrence per step
+    assert len(attends) == 6
+    out_calls, gru_calls = count_calls(decoder.out), count_calls(decoder.gru)  # hooks: the modules' path
+    decoder(tgt_in, state, memory)
+    assert (len(out_calls), len(gru_calls), len(attends)) == (1, 6, 6)  # output layer once over (B, T, H)
     decoder.decode_steps(tgt_in, state, memory)
     assert (len(out_calls), len(gru_calls)) == (1 + 6, 6 + 6)  # the plain loop: both once per step
     decoder(tgt_in, state, memory, teacher_forcing_ratio=0.5)  # sampling needs each step's argmax: the loop
     assert len(out_calls) == 1 + 6 + 6
+
+
+@pytest.mark.parametrize("shape", SHAPES[3:], ids=lambda s: "B{}-S{}-T{}".format(*s[:3]))
+def test_bahdanau_fast_path_under_hooks_equals_the_step_loop(shape):
+    B, S, T, lengths = shape
+    decoder = build("bahdanau", dropout=0.0, train=True)
+    count_calls(decoder.attention)  # a hook: the loop then calls attention and GRU as modules
+    inputs = make_inputs(B, S, T, lengths)
+    fast, fast_grads = run(decoder, *inputs, plain=False)
+    plain, plain_grads = run(decoder, *inputs, plain=True)
+    assert_close(fast.log_probs, plain.log_probs)
+    assert_close(fast.weights, plain.weights)
+    for name, grad in plain_grads.items():
+        assert_close(fast_grads[name], grad, msg=lambda m, name=name: f"gradient of {name}: {m}")
+
+
+@pytest.mark.parametrize("kind", list(FAST))
+def test_packed_log_probs_are_the_real_steps_row_by_row(kind):
+    """packed=True returns (N, V): exactly the rows of the unpacked (B, T, V) at the real steps, in row-major order;
+    the step loop (other ratios) ignores it and returns (B, T, V)."""
+    B, S, T, lengths = SHAPES[4]
+    tgt_lengths = torch.tensor([T - row % T for row in range(B)])
+    decoder = build(kind)
+    keys, mask, encoder_final, tgt_in = make_inputs(B, S, T, lengths)
+    memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+    full = decoder(tgt_in, state, memory, lengths=tgt_lengths).log_probs  # (B, T, V)
+    packed = decoder(tgt_in, state, memory, lengths=tgt_lengths, packed=True).log_probs  # (N, V)
+    real = torch.arange(T) < tgt_lengths.unsqueeze(1)  # (B, T)
+    assert packed.shape == (int(tgt_lengths.sum()), V)
+    assert torch.equal(packed, full[real])
+    assert decoder(tgt_in, state, memory, 0.5, tgt_lengths, packed=True).log_probs.shape == (B, T, V)
+
+
+def test_padding_bias_gives_exactly_masked_softmax_and_checks_the_mask():
+    scores = torch.randn(3, 5)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    assert torch.equal(torch.softmax(scores + padding_bias(mask), dim=-1), masked_softmax(scores, mask))
+    with pytest.raises(ValueError, match="at least one True"):
+        padding_bias(torch.tensor([[True, False], [False, False]]))
 
 
 def test_bahdanau_fast_path_in_train_mode_uses_dropout_like_the_loop():

@@ -154,6 +154,29 @@ def grad_norm(model) -> float:
                                                          if p.grad is not None])))
 
 
+@pytest.mark.parametrize("attention", ["bahdanau", "general", "none"])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_train_step_gives_the_loss_and_gradients_of_the_model_forward(tiny_course_data, attention, label_smoothing):
+    """train_step's loss reads the fast paths' log-probabilities of the real steps only (packed): the same loss and
+    gradients as the masked loss over Seq2Seq.forward's (B, T, V), up to rounding (the step loop: not packed)."""
+    torch.manual_seed(0)
+    model = Seq2Seq(tiny_config(tiny_course_data, attention, dropout=0.0))
+    batch = fixed_batch(tiny_course_data, tiny_course_data.splits.train[:8])
+    assert batch.tgt_lengths.min() < batch.tgt.shape[1]  # padding in the batch
+    config = train.TrainConfig(label_smoothing=label_smoothing, clip=0.0, learning_rate=1e-9)
+    plain = masked_nll_loss(model(batch.src, batch.src_lengths, batch.tgt).log_probs, batch.tgt,
+                            label_smoothing=label_smoothing)
+    plain.backward()
+    expected = {name: p.grad.clone() for name, p in model.named_parameters()}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # keeps the gradients, changes nothing
+    optimizer.zero_grad = lambda set_to_none=True: model.zero_grad(set_to_none=True)
+    result = train.train_step(model, batch, optimizer, config)
+    nll = masked_nll_loss(model(batch.src, batch.src_lengths, batch.tgt).log_probs, batch.tgt).item()
+    assert result.loss == pytest.approx(nll, rel=1e-5)
+    for name, p in model.named_parameters():
+        torch.testing.assert_close(p.grad, expected[name], msg=lambda m, name=name: f"gradient of {name}: {m}")
+
+
 def test_train_step_clips_the_gradient_norm_to_config_clip(tiny_course_data):
     torch.manual_seed(0)
     model = Seq2Seq(tiny_config(tiny_course_data, dropout=0.0))
