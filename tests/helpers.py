@@ -36,3 +36,21 @@ def fixed_batch(data, pairs):
 
     dataset = TranslationDataset(pairs, data.src_vocab, data.tgt_vocab)
     return collate_batch([dataset[i] for i in range(len(dataset))])
+
+
+def use_tiny_notebook_models(monkeypatch):
+    """Tiny variants of every recipe `pretrain` trains (GRU and Transformer) and of notebook 08's classifiers, so
+    that tests of pretrain and of the models archive train in seconds."""
+    import dataclasses
+
+    from course_utils import classifier, recipes
+    from course_utils.cli.pretrain import NOTEBOOK_MODELS
+
+    for name in NOTEBOOK_MODELS:
+        transformer = getattr(recipes.RECIPES[name].model, "architecture", "") == "transformer"
+        tiny = dict(hidden_size=16, heads=2, ff_size=32, layers=1) if transformer else dict(embedding_size=8,
+                                                                                              hidden_size=16)
+        monkeypatch.setitem(recipes.RECIPES, name, recipes.RECIPES[name].with_model(**tiny))
+    monkeypatch.setattr(classifier, "NOTEBOOK_CLASSIFIERS", {
+        label: dataclasses.replace(config, embedding_size=8, hidden_size=8)
+        for label, config in classifier.NOTEBOOK_CLASSIFIERS.items()})

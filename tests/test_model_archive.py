@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from helpers import use_tiny_notebook_models
 
 from course_utils import classifier, cli, recipes
 from course_utils.cli import pretrain as pretrain_module
@@ -35,12 +36,8 @@ _BUILT: dict[str, dict[str, bytes]] = {}  # "archive", "lecturer", "own": file n
 
 
 def _tiny_models(monkeypatch):
-    """Tiny variants of the notebook recipes and classifiers (as tests/test_pretrain.py does)."""
-    for name in pretrain_module.NOTEBOOK_MODELS:
-        monkeypatch.setitem(recipes.RECIPES, name, recipes.RECIPES[name].with_model(embedding_size=8, hidden_size=16))
-    monkeypatch.setattr(classifier, "NOTEBOOK_CLASSIFIERS", {
-        label: dataclasses.replace(config, embedding_size=8, hidden_size=8)
-        for label, config in classifier.NOTEBOOK_CLASSIFIERS.items()})
+    """Tiny variants of the notebook recipes and classifiers (as tests/test_pretrain.py uses them)."""
+    use_tiny_notebook_models(monkeypatch)
 
 
 def _models(folder: Path) -> dict[str, bytes]:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import use_tiny_notebook_models
 
 from course_utils import classifier, cli, recipes
 from course_utils.cli import pretrain as pretrain_module
@@ -54,12 +55,8 @@ def small_recipes(tiny_course_data, tmp_path, monkeypatch):
     """Models cached in tmp_path, tiny models of the notebook recipes, the tiny corpus as the course data."""
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
     monkeypatch.delenv(FAST_ENV, raising=False)
-    for name in pretrain_module.NOTEBOOK_MODELS:
-        monkeypatch.setitem(recipes.RECIPES, name, recipes.RECIPES[name].with_model(embedding_size=8, hidden_size=16))
+    use_tiny_notebook_models(monkeypatch)
     monkeypatch.setattr("course_utils.data.load_course_data", lambda **_: tiny_course_data)
-    monkeypatch.setattr(classifier, "NOTEBOOK_CLASSIFIERS", {
-        label: dataclasses.replace(config, embedding_size=8, hidden_size=8)
-        for label, config in classifier.NOTEBOOK_CLASSIFIERS.items()})
     return tmp_path
 
 
@@ -156,3 +153,32 @@ def test_pretrain_command_line_classifiers(small_recipes, monkeypatch, capsys):
     assert not (small_recipes / "models" / "classifier-soft-fast.pt").exists()
     assert cli.main(["pretrain", "--fast", "classifier-magic"]) == 1
     assert "notebook classifiers: classifier-bow" in capsys.readouterr().err
+
+
+def test_pretrain_with_workers_trains_the_missing_models_side_by_side(small_recipes, monkeypatch):
+    """workers=2: the cached model is loaded first, the missing ones train in the worker pool (threads here, so that
+    the tiny recipes apply; the command line spawns processes), and the results come back in the order asked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import torch
+
+    monkeypatch.setattr(pretrain_module, "_pool", ThreadPoolExecutor)
+    monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # the test process keeps its threads
+    pretrain_module.pretrain(["lecture-none"], fast=True, progress=False, log=None)
+    lines = []
+    names = ["lecture-bahdanau", "lecture-none", "lecture-scaled_dot"]
+    results = pretrain_module.pretrain(names, fast=True, progress=False, log=lines.append, workers=2)
+    assert [(r.name, r.status) for r in results] == [
+        ("lecture-bahdanau", "trained"), ("lecture-none", "cached"), ("lecture-scaled_dot", "trained")]
+    assert all((small_recipes / "models" / f"{name}-fast.pt").exists() for name in names)
+    text = "\n".join(lines)
+    assert "training 2 model(s) (fast mode: smoke-test models), 2 at a time" in text
+    assert "pretrain done: 2 trained" in text
+    assert FAST_ENV not in os.environ
+
+
+def test_pretrain_command_line_takes_workers(small_recipes, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(pretrain_module, "pretrain", lambda *args, **kwargs: seen.update(kwargs) or [])
+    assert cli.main(["pretrain", "--fast", "--workers", "2"]) == 0
+    assert seen["workers"] == 2

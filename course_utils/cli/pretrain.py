@@ -3,6 +3,7 @@
     python -m course_utils pretrain            # the lecture models of notebooks 04-07, then notebook 08's seven
                                                # classifiers (README, "Before class", says how long they take)
     python -m course_utils pretrain --fast     # their fast-mode (COURSE_FAST=1) smoke-test models, seconds each
+    python -m course_utils pretrain --workers 2   # two models at a time, each in a process of one thread
     python -m course_utils pretrain --no-classifiers   # the translators only
     python -m course_utils pretrain --export class-models.zip   # then all of them in one archive for the class
     python -m course_utils pretrain --import class-models.zip   # a student: the lecturer's models, nothing trained
@@ -38,7 +39,8 @@ __all__ = ["NOTEBOOK_MODELS", "SECONDS_PER_CLASSIFIER", "FAST_SECONDS_PER_CLASSI
            "cmd_pretrain", "add_pretrain_parser"]
 
 # The recipes the notebooks pass to load_or_train (04 and 06: all five; 05: bahdanau and none).
-NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat", "lecture-none")
+NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat", "lecture-none",
+                   "lecture-transformer")  # notebook 09
 
 # Notebook 08's classifiers (5 epochs on the whole train split): its seven trained in 9 min 40 s on a busy 2-core CPU,
 # about 85 s each; fast mode (FAST_CLASSIFIER: 2 epochs on 1,000 pairs) takes seconds.
@@ -120,8 +122,8 @@ def _modified(path: Path) -> int | None:
 
 
 def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progress: bool = True,
-             retrain: bool = False, log: Callable[[str], None] | None = print, classifiers: bool = True
-             ) -> list[PretrainResult]:
+             retrain: bool = False, log: Callable[[str], None] | None = print, classifiers: bool = True,
+             workers: int = 1) -> list[PretrainResult]:
     """Train and cache the models the notebooks load (default NOTEBOOK_MODELS, then notebook 08's classifiers);
     skip those already cached.
 
@@ -133,6 +135,8 @@ def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progr
         retrain: train even the cached ones (and overwrite them).
         log: where the progress lines go (None: silent).
         classifiers: with names=None, also notebook 08's classifiers (False: the translators only).
+        workers: models trained at a time, each in a process of its own with torch's threads shared out (1: one
+            after the other in this process). Another thread count rounds differently: the same losses up to that.
     Returns:
         one PretrainResult per name, in order.
 
@@ -158,13 +162,18 @@ def pretrain(names: Sequence[str] | None = None, fast: bool | None = None, progr
     estimate = sum(job.estimate for job in to_train)
     say(f"pretrain{mode}: {len(names)} model(s), {len(names) - len(to_train)} already cached, {len(to_train)} to "
         f"train (about {minutes(estimate)} on a 2-core CPU)")
+    started = time.perf_counter()
     with _fast_env(fast):
-        results = _run_jobs(jobs, to_train, retrain, mode, say)
+        if workers > 1 and len(to_train) > 1:
+            results = _run_parallel(jobs, to_train, retrain, mode, say, fast, workers)
+        else:
+            results = _run_jobs(jobs, to_train, retrain, mode, say)
     trained = [r for r in results if r.status == "trained"]
     failed = [r.name for r in results if r.status == "failed"]
     say(f"pretrain done: {len(trained)} trained in {minutes(sum(r.seconds for r in trained))}, "
         f"{sum(r.status == 'cached' for r in results)} cached"
-        + (f", {len(failed)} failed ({', '.join(failed)})" if failed else ""))
+        + (f", {len(failed)} failed ({', '.join(failed)})" if failed else "")
+        + (f"; {minutes(time.perf_counter() - started)} wall clock with {workers} workers" if workers > 1 else ""))
     return results
 
 
@@ -218,6 +227,61 @@ def _run_jobs(jobs: Sequence[_Job], to_train: Sequence[_Job], retrain: bool, mod
     return results
 
 
+def _train_in_worker(name: str, fast: bool, retrain: bool, threads: int) -> tuple[float, str]:
+    """Train model `name` in a worker process with `threads` CPU threads -> (seconds, "" or why the cached model
+    does not fit)."""
+    import torch
+
+    from course_utils.checkpoints import CheckpointError
+    from course_utils.data import load_course_data
+
+    torch.set_num_threads(threads)
+    with _fast_env(fast):
+        job = _jobs([name], fast, retrain, False, load_course_data(log=None))[0]
+        started = time.perf_counter()
+        try:
+            job.run()
+        except CheckpointError as error:
+            return time.perf_counter() - started, str(error)
+    return time.perf_counter() - started, ""
+
+
+def _pool(workers: int):
+    """The worker processes (spawned: a fork would copy torch's thread pool)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _run_parallel(jobs: Sequence[_Job], to_train: Sequence[_Job], retrain: bool, mode: str,
+                  say: Callable[[str], None], fast: bool, workers: int) -> list[PretrainResult]:
+    """The cached jobs loaded first, in order (_run_jobs); then those to train, `workers` at a time, the longest
+    estimate first, each in a process with torch's threads shared out; a PretrainResult each, in the order of jobs."""
+    from concurrent.futures import as_completed
+
+    import torch
+
+    from course_utils.corpus import display_path
+    from course_utils.recipes import minutes
+
+    training = {job.name for job in to_train}
+    done = {r.name: r for r in _run_jobs([job for job in jobs if job.name not in training], [], retrain, mode, say)}
+    threads = max(1, torch.get_num_threads() // workers)
+    say(f"training {len(to_train)} model(s){mode}, {workers} at a time, each in a process of {threads} thread(s)")
+    with _pool(workers) as pool:
+        futures = {pool.submit(_train_in_worker, job.name, fast, retrain, threads): job
+                   for job in sorted(to_train, key=lambda job: -job.estimate)}
+        for future in as_completed(futures):
+            job, (seconds, error) = futures[future], future.result()
+            where = display_path(job.path)
+            done[job.name] = PretrainResult(job.name, where, "failed" if error else "trained", seconds, error)
+            say(f"[{len(done)}/{len(jobs)}] {job.name}: " + (
+                f"the cached model at {where} does not fit: {error}\n    retrain it: python -m course_utils "
+                f"pretrain --retrain {job.name}" if error else f"trained in {minutes(seconds)}, cached at {where}"))
+    return [done[job.name] for job in jobs]
+
+
 def import_archive(path: str, fast: bool | None = None) -> int:
     """`pretrain --import FILE`: the archive validated in full, then its models cached (cli.archive.import_models);
     nothing trains. Returns the exit status; raises cli.archive.ArchiveError. Used by the package, not a notebook."""
@@ -266,7 +330,7 @@ def cmd_pretrain(args: argparse.Namespace) -> int:
             return import_archive(args.import_path, fast=True if args.fast else None)
         set_threads(log=print)
         results = pretrain(args.names or None, fast=True if args.fast else None, progress=not args.no_progress,
-                           retrain=args.retrain, classifiers=not args.no_classifiers)
+                           retrain=args.retrain, classifiers=not args.no_classifiers, workers=args.workers)
         if args.export:
             return export_archive(args.export, results, fast=True if args.fast else fast_mode())
     except (KeyError, CorpusError, ArchiveError) as error:
@@ -284,6 +348,8 @@ def add_pretrain_parser(commands: argparse._SubParsersAction) -> None:
                         help="the fast-mode smoke-test models (as COURSE_FAST=1; seconds each)")
     parser.add_argument("--retrain", action="store_true", help="train even the models already cached")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="train N models at a time, each in a process of its own (threads shared out)")
     parser.add_argument("--no-classifiers", action="store_true",
                         help="without names: the translators only, not notebook 08's classifiers")
     shared = parser.add_mutually_exclusive_group()
