@@ -30,6 +30,7 @@ from torch import nn
 from course_utils.runtime import Log, resolve_device
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
+from course_utils.transformer import build_model, config_from_dict
 from course_utils.translate import translate
 from course_utils.vocab import Vocab
 
@@ -271,7 +272,7 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
         saved = _saved_settings(payload, src_vocab, tgt_vocab, config, redo)
     except CheckpointError as error:  # its message completes "<the file> ..." with the fix
         raise CheckpointError(f"{path} {error}") from None
-    model = Seq2Seq(saved.model_config)
+    model = build_model(saved.model_config)  # the GRU Seq2Seq, or the Transformer of notebook 09
     try:
         _load_weights(model, payload["state_dict"])
     except CheckpointError as error:  # its message completes "<the file> ..."
@@ -309,7 +310,7 @@ def _saved_settings(payload: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | N
                                   f"({_vocab_difference(which, expected, found)}); the data settings (max_length, "
                                   f"min_freq, seed, corpus) must match the training run's, or {redo}")
     try:
-        model_config = ModelConfig(**payload["model_config"])
+        model_config = config_from_dict(payload["model_config"])  # no "architecture" field: the GRU model
         train_config = TrainConfig(**payload["train_config"])
     except TypeError as error:
         raise CheckpointError(f"has config fields this version of course_utils does not know ({error}); {redo}"

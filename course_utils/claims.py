@@ -62,6 +62,16 @@ def _alignment_runs(results: Mapping[str, Any], mask_eos: bool = False) -> list[
     return [r for r in results["runs"] if r["kind"] != "ibm1" and r["mask_eos"] == mask_eos]
 
 
+def _transformer_chrf_evidence(results: Mapping[str, Any]) -> list[dict]:
+    """Each (corpus, device, seed) of benchmarks/results/transformer_vs_gru.json: the two recipes' test chrF."""
+    pairs: dict[tuple, dict] = {}
+    for r in results["records"]:
+        if r.get("split") == "test" and r.get("variant") == "recipe":
+            pairs.setdefault((r.get("corpus"), r["kind"], r["seed"]), {})[r["recipe"]] = r["chrf"]
+    return [{"transformer_chrf": p["lecture-transformer"], "gru_chrf": p["lecture-bahdanau"]}
+            for p in pairs.values() if len(p) == 2]
+
+
 def _shift_evidence(results: Mapping[str, Any]) -> list[dict]:
     return [{"aer": {method: r["aer"][method]["aer"] for method in r["aer"]}} for r in _alignment_runs(results)]
 
@@ -130,6 +140,10 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in [
              "subjects", lambda v: min(v["accuracy"].values()) > 0.9),
     Property("08.bag_of_words_points_at_the_pronoun", "the bag of words' top word is the gold pronoun in over 95% "
              "of the test sentences that have one", lambda v: v["precision"]["bag of words"] > 0.95),
+    # 09: lecture-transformer against lecture-bahdanau, 5 seeds x CPU/GPU x two corpora
+    Property("09.transformer_chrf_above_gru", "the lecture Transformer's test chrF is above the lecture GRU's "
+             "(test BLEU has no clear winner)", lambda v: v["transformer_chrf"] > v["gru_chrf"],
+             ("benchmarks/results/transformer_vs_gru.json", _transformer_chrf_evidence)),
     # 10: on the toy task with gold alignments, over the seeds and attention kinds of alignment.json
     Property("10.shift_hurts_rnn_decoders", "for an RNN decoder, reading the weights one step later (shifted "
              "attention, which helps Transformers) aligns worse than the attention argmax",

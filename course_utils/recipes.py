@@ -29,11 +29,14 @@ from course_utils.checkpoints import (
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import CourseData, load_course_data
 from course_utils.runtime import Log, course_seed, fast_mode, reporter
-from course_utils.seq2seq import ModelConfig, Seq2Seq, count_parameters
+from course_utils.seq2seq import ModelConfig, count_parameters
 from course_utils.train import TrainConfig, train
+from course_utils.transformer import TransformerConfig, build_model
 from course_utils.vocab import Vocab
 
-__all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING", "RECIPES", "DEFAULT_RECIPE",
+__all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING",
+           "TRANSFORMER_MODEL", "TRANSFORMER_TRAINING", "FULL_TRANSFORMER_MODEL", "FULL_TRANSFORMER_TRAINING",
+           "RECIPES", "DEFAULT_RECIPE",
            "get_recipe", "FAST_TRAIN_PAIRS", "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "model_path", "SECONDS_PER_EPOCH",
            "FAST_SECONDS_PER_MODEL", "minutes", "estimate_seconds", "training_notice", "training_config",
            "train_recipe", "load_or_train"]
@@ -49,11 +52,11 @@ class Recipe:
     """
 
     name: str
-    model: ModelConfig
+    model: ModelConfig | TransformerConfig
     train: TrainConfig
     beam_width: int = 1
 
-    def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab) -> ModelConfig:
+    def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab) -> ModelConfig | TransformerConfig:
         """The ModelConfig for these vocabularies."""
         return dataclasses.replace(self.model, src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab))
 
@@ -113,6 +116,26 @@ FULL_TRAINING = TrainConfig(
     time_budget=540.0,  # stop under 10 minutes of training even on a slow machine
 )
 
+# Notebook 09's Transformer (pre-LN, course_utils.transformer), on the lecture GRU's data and about its CPU time
+# (10 epochs in 94 s at 2 threads where lecture-bahdanau took 91 s, one machine). Tuned on the dev split with
+# benchmarks/transformer_vs_gru.py --sweep, 2 seeds per setting on a GPU (benchmarks/results/transformer_vs_gru.json).
+TRANSFORMER_MODEL = TransformerConfig(
+    hidden_size=128,  # H = d_model; 256 (4.3M parameters) took twice the CPU time for -0.7 dev BLEU; 192: -2.0
+    heads=4,  # Dh = 32 per head (8 heads at H=256: -0.3 dev BLEU, within noise)
+    layers=2,  # two encoder and two decoder layers (one layer: -4.3 dev BLEU; three: +0.3 for 1.2x the time)
+    ff_size=256,  # feed-forward width 2H (4H at H=256: -0.6 dev BLEU)
+    dropout=0.1,  # 0.2: -4.1 dev BLEU in ten epochs
+)
+TRANSFORMER_TRAINING = dataclasses.replace(
+    LECTURE_TRAINING,
+    learning_rate=2e-3,  # pre-LN trains without a warm-up; 5e-4: -10.5 dev BLEU (at H=256)
+    lr_decay=0.9,  # +1.4 dev BLEU over 0.85 (at H=256)
+    cuda_graphs=False,  # the recorded graphs are the GRU decoder's step loop; a Transformer has none
+)
+# Not tuned beyond the dev check in the results file: the lecture model at H=256 with the full GRU recipe's training.
+FULL_TRANSFORMER_MODEL = dataclasses.replace(TRANSFORMER_MODEL, hidden_size=256, ff_size=512)
+FULL_TRANSFORMER_TRAINING = dataclasses.replace(FULL_TRAINING, cuda_graphs=False)
+
 
 def _lecture(attention: str, prefix: str = "lecture") -> Recipe:
     return Recipe(f"{prefix}-{attention}", dataclasses.replace(LECTURE_MODEL, attention=attention), LECTURE_TRAINING)
@@ -133,6 +156,8 @@ RECIPES: dict[str, Recipe] = {
         Recipe("exhibit-general-unscaled", dataclasses.replace(LECTURE_MODEL, attention="general"), LECTURE_TRAINING),
         Recipe("full-bahdanau", FULL_MODEL, FULL_TRAINING,
                beam_width=5),  # +2.5 BLEU over greedy decoding; width 10 and length_penalty 0.6 made no difference
+        Recipe("lecture-transformer", TRANSFORMER_MODEL, TRANSFORMER_TRAINING),  # notebook 09
+        Recipe("full-transformer", FULL_TRANSFORMER_MODEL, FULL_TRANSFORMER_TRAINING, beam_width=5),
     ]
 }
 DEFAULT_RECIPE = "lecture-bahdanau"
@@ -215,7 +240,7 @@ def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress:
     train_config = training_config(recipe, fast, **overrides)
     model_config = recipe.model_config(data.src_vocab, data.tgt_vocab)
     torch.manual_seed(train_config.seed)
-    model = Seq2Seq(model_config)
+    model = build_model(model_config)  # Seq2Seq, or TransformerSeq2Seq for a TransformerConfig
     history = train(model, data, train_config, progress=progress, log=log)
     model.eval()
     return TrainedModel(recipe.name, model, data.src_vocab, data.tgt_vocab, model_config, train_config, history, fast)

@@ -95,7 +95,7 @@ def test_show_questions_lists_the_prompts_without_the_answers(notebook):
 def test_notebooks_are_named_by_number_or_stem():
     assert notebook_id("03") == notebook_id(3) == notebook_id("3") == notebook_id("03_attention_decoder") == "03"
     with pytest.raises(ValueError, match="no questions for notebook"):
-        show_questions("09")
+        show_questions("99")
     assert exercises.show_questions is show_questions and exercises.QUESTIONS is QUESTIONS
 
 

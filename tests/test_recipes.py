@@ -103,3 +103,29 @@ def test_training_config_is_what_train_recipe_trains_with(tiny_course_data, monk
     trained = recipes.train_recipe(small, tiny_course_data, fast=True, progress=False, log=None, max_train_pairs=20)
     assert trained.train_config == config
     assert recipes.training_config(small, seed=7).seed == 7 and recipes.training_config(small).epochs == 10
+
+
+def test_the_transformer_recipes_build_transformers_and_train_without_cuda_graphs(tiny_course_data):
+    from course_utils.transformer import TransformerSeq2Seq, build_model
+
+    for name in ("lecture-transformer", "full-transformer"):
+        recipe = recipes.get_recipe(name)
+        model = build_model(recipe.model_config(tiny_course_data.src_vocab, tiny_course_data.tgt_vocab))
+        assert isinstance(model, TransformerSeq2Seq) and model.config.attention == "transformer"
+        assert not recipe.train.cuda_graphs and recipe.train.teacher_forcing_ratio == 1.0
+    small = recipes.get_recipe("lecture-transformer").with_model(hidden_size=16, ff_size=16, layers=1)
+    trained = recipes.train_recipe(small, tiny_course_data, fast=True, progress=False, log=None, device="cpu")
+    assert isinstance(trained.model, TransformerSeq2Seq) and trained.history.epochs == 1
+
+
+def test_the_command_line_picks_the_transformer_recipe_of_the_same_prefix():
+    import argparse
+
+    from course_utils.cli.train import _recipe_from_args
+
+    args = argparse.Namespace(recipe="lecture-bahdanau", hidden=None, epochs=None, seed=None, batch_size=None, lr=None,
+                              time_budget=None)
+    assert _recipe_from_args(args, "transformer").name == "lecture-transformer"
+    args.recipe = "lecture-transformer"
+    assert _recipe_from_args(args).model.attention == "transformer"
+    assert _recipe_from_args(args, "dot").name == "lecture-dot"  # a GRU attention: the GRU recipe of that prefix

@@ -20,17 +20,33 @@ __all__ = ["cmd_train", "add_recipe_arguments", "add_train_parser", "cmd_compare
 
 
 def _attention_choices() -> tuple[str, ...]:
-    """The attention kinds a lecture recipe can be trained with: seq2seq.ATTENTION_KINDS without the 2017 exhibit."""
+    """The attention kinds a lecture recipe can be trained with: seq2seq.ATTENTION_KINDS without the 2017 exhibit,
+    and "transformer" (the recipe of the same prefix: lecture-transformer, full-transformer; notebook 09)."""
     from course_utils.seq2seq import ATTENTION_KINDS
 
-    return tuple(kind for kind in ATTENTION_KINDS if kind != "location")
+    return (*(kind for kind in ATTENTION_KINDS if kind != "location"), "transformer")
+
+
+def _base_recipe(name: str, attention: str | None):
+    """The recipe an --attention choice starts from: `name`; its prefix's Transformer recipe for "transformer"; its
+    prefix's GRU recipe (<prefix>-bahdanau) for a GRU attention asked of a Transformer recipe."""
+    from course_utils.recipes import get_recipe
+
+    recipe, prefix = get_recipe(name), name.split("-")[0]
+    if attention == "transformer":
+        return get_recipe(f"{prefix}-transformer")
+    if attention is not None and recipe.model.attention == "transformer":
+        return get_recipe(f"{prefix}-bahdanau")
+    return recipe
 
 
 def _recipe_from_args(args: argparse.Namespace, attention: str | None = None):
     """The named recipe with the command line's overrides applied (None keeps the recipe's value)."""
     from course_utils.recipes import get_recipe
 
-    recipe = get_recipe(args.recipe)
+    recipe = _base_recipe(args.recipe, attention)
+    if recipe.model.attention == "transformer":
+        attention = None  # the architecture, not a field to set
     model_overrides = {field: value for field, value in (("attention", attention), ("hidden_size", args.hidden))
                        if value is not None}
     train_overrides = {field: value for field, value in (
@@ -215,15 +231,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare_row(args: argparse.Namespace, base, attention: str, course, fast: bool, test_pairs):
-    """Train `base` with `attention` (one-way when its keys do not fit dot scores); (trained, table row, test score)."""
+    """Train `base` with `attention` (one-way when its keys do not fit dot scores; the Transformer recipe of the same
+    prefix for "transformer"); (trained, table row, test score)."""
     from course_utils.attention import check_key_size
     from course_utils.evaluate import evaluate
     from course_utils.recipes import FAST_EVAL_PAIRS, train_recipe
     from course_utils.seq2seq import count_parameters
 
-    model_fields = {"attention": attention}
+    if attention == "transformer" or base.model.attention == "transformer":  # a Transformer in the table
+        base = _recipe_from_args(args, "transformer" if attention == "transformer" else "bahdanau")
+    model_fields = {} if attention == "transformer" else {"attention": attention}
     try:  # a bidirectional recipe gives 2H keys, which dot scores cannot read: train that row one-way, and say so
-        check_key_size(attention, base.model.hidden_size, base.model.key_size)
+        if model_fields:
+            check_key_size(attention, base.model.hidden_size, base.model.key_size)
     except ValueError as problem:
         print(f"note: {problem}; compare trains the {attention!r} row with bidirectional=False, unlike the others")
         model_fields["bidirectional"] = False

@@ -240,6 +240,19 @@ def nb08_bag_of_words() -> Shapes:
     return _shapes(model.word_scores.weight, counts, model(words, mask).logits)
 
 
+# ------------------------------------------------------------------------------------------- 09 Transformer
+def nb09_multi_head() -> Shapes:
+    """The shapes notebook 09's question on multi-head attention asks for. Used by the package, not a notebook."""
+    from course_utils.transformer import MultiHeadAttention
+
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(hidden_size=64, heads=4)
+    query, keys = torch.randn(2, 5, 64), torch.randn(2, 7, 64)
+    mask = torch.ones(2, 5, 7, dtype=torch.bool)  # (B, T, S)
+    out = attention(query, keys, mask)
+    return _shapes(attention.split_heads(attention.query(query)), out.context, out.weights)
+
+
 # ------------------------------------------------------------------------------------------- 10 alignment
 def nb10_alignment_matrices() -> Shapes:
     """The shapes notebook 10's question on the alignment matrices asks for. Used by the package, not a notebook."""

@@ -317,6 +317,27 @@ QUESTIONS: dict[str, list[Question]] = {
                  "read or not. Rounding has no useful gradient, so the straight-through estimator uses the hard "
                  "value forward and the soft gate's gradient backward: `hard + (soft - soft.detach())`."),
     ],
+    "09": [
+        _shape("09", "`MultiHeadAttention(hidden_size=64, heads=4)` gets a query (2, 5, 64) and keys and values "
+                     "(2, 7, 64) with a mask (2, 5, 7). What are the shapes of the query split into heads, of the "
+                     "context it returns, and of its weights?",
+               "The split query is (2, 4, 5, 16): each head gets H / h = 16 of the 64 features, and the head axis "
+               "comes before the positions (`view` to (B, T, h, Dh), then `transpose(1, 2)`). The context is "
+               "(2, 5, 64), the heads merged back, and the weights (2, 4, 5, 7): one (T, S) map per head.",
+               ((2, 4, 5, 16), (2, 5, 64), (2, 4, 5, 7)), question_shapes.nb09_multi_head),
+        _concept("09", "Why is the score divided by the square root of the head size, and what goes wrong without "
+                       "it?",
+                 "A dot product of two vectors with Dh independent unit-variance entries has variance Dh, so "
+                 "larger heads give larger scores; the softmax of large scores is nearly one-hot, its gradient "
+                 "nearly zero, and training stalls. Dividing by sqrt(Dh) keeps the scores' variance about 1 whatever "
+                 "the head size (notebook 04 measured the collapse of unscaled dot and general scores)."),
+        _concept("09", "A Transformer without positions reads a permuted sentence: what changes in its encoder's "
+                       "outputs, and why?",
+                 "Only their order: self-attention and the feed-forward layers treat the positions as a set, so "
+                 "permuting the input permutes the outputs the same way (permutation equivariance), and a decoder "
+                 "attending over them sees the same keys and values. Word order is lost unless positions are added, "
+                 "as the sinusoidal encodings do; a GRU gets order from reading the words one after another."),
+    ],
     "10": [
         _shape("10", "A decoder translated a 5-word source into 6 words: its weights, teacher forced on the output, "
                      "are (7, 6), with the `<eos>` step as the last row and the source `<eos>` as the last column. "

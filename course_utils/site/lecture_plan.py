@@ -39,7 +39,8 @@ MINUTES = {"00": 10, "01": 15, "02": 20, "03": 25, "04": 20,   # session 1: 90 m
 
 
 class PlanItem(NamedTuple):
-    """One planned cell: a substring of its source that names it, and whether the one-session cut skips it."""
+    """One planned cell: a substring of its source that names it, and whether the one-session cut skips it.
+    Used by the package, not a notebook."""
 
     anchor: str
     optional: bool = False
