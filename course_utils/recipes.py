@@ -186,11 +186,11 @@ def model_path(name: str, fast: bool | None = None) -> Path:
 
 # How long a recipe trains, as a notebook says before load_or_train trains several models (and pretrain before
 # its first model has trained; afterwards pretrain uses the run's own measured times).
-# Full mode: the retuned lecture-bahdanau trained its 10 epochs in 155-172 s on the quiet 2-core course machine
-# (benchmarks/time_to_quality.py, dev evaluation excluded); with the evaluation about 20 s per epoch. Fast mode: one
-# short epoch (300 pairs, dev BLEU on 100);
+# Full mode: after the speed work (issue 25), `pretrain` trained each lecture model's 10 epochs in 55-65 s with the
+# dev evaluation on the quiet 2-core course machine (`train --recipe lecture-bahdanau`: 5.5-5.8 s an epoch of
+# training), so about 6 s an epoch. Fast mode: one short epoch (300 pairs, dev BLEU on 100);
 # `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
-SECONDS_PER_EPOCH = 20.0
+SECONDS_PER_EPOCH = 6.0
 FAST_SECONDS_PER_MODEL = 30.0
 
 
