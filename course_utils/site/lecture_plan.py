@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from course_utils.site.slides import notebook_text
+
 __all__ = ["LECTURE", "MINUTES", "OPTIONAL", "PLAN", "SESSIONS", "SESSION_TITLES", "PlanError", "PlanItem",
            "apply_plan", "apply_to_file", "find_cell", "main", "notebook_id", "session_of"]
 
@@ -158,9 +160,13 @@ def apply_plan(notebook: dict[str, Any], notebook_name: str) -> dict[str, Any]:
     return result
 
 
-def _notebook_text(notebook: dict[str, Any]) -> str:
-    """Jupyter's own layout (as course_utils.site.slides writes it): one-space indent, sorted keys, final newline."""
-    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+def _store(path: Path, notebook: dict[str, Any], tagged: dict[str, Any], check: bool) -> bool:
+    """Write `tagged` over `path` in Jupyter's layout when it differs from `notebook` (unless `check`); True if
+    it differs."""
+    changed = tagged != notebook
+    if changed and not check:
+        path.write_text(notebook_text(tagged), encoding="utf-8")
+    return changed
 
 
 def apply_to_file(path: Path, check: bool = False) -> bool:
@@ -168,13 +174,8 @@ def apply_to_file(path: Path, check: bool = False) -> bool:
     be) changed. Raises PlanError for an anchor that names no cell.
 
     Used by the package, not a notebook."""
-    text = path.read_text(encoding="utf-8")
-    notebook = json.loads(text)
-    tagged = apply_plan(notebook, path.name)
-    changed = tagged != notebook
-    if changed and not check:
-        path.write_text(_notebook_text(tagged), encoding="utf-8")
-    return changed
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    return _store(path, notebook, apply_plan(notebook, path.name), check)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,16 +194,17 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: no such notebook: {', '.join(map(str, missing))}", file=sys.stderr)
         return 1
-    errors, planned = [], {}
+    errors, loaded, planned = [], {}, {}
     for path in args.notebooks:  # every anchor checked before any file is written
         try:
-            planned[path] = apply_plan(json.loads(path.read_text(encoding="utf-8")), path.name)
+            loaded[path] = json.loads(path.read_text(encoding="utf-8"))
+            planned[path] = apply_plan(loaded[path], path.name)
         except PlanError as error:
             errors.append(f"error: {error}")
     if errors:
         print("\n".join(errors), file=sys.stderr)
         return 1
-    changed = [path for path in args.notebooks if apply_to_file(path, check=args.check)]
+    changed = [path for path in args.notebooks if _store(path, loaded[path], planned[path], args.check)]
     for path in changed:
         print(f"{'lecture tags differ from the plan' if args.check else 'lecture tags written'}: {path}")
     if not changed:
