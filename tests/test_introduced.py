@@ -3,18 +3,16 @@
 The rule, for every public module-level function and class of the package (modules found with pkgutil, so the
 test follows any split or rename; `__main__`, `bootstrap` and private names are skipped):
 
-* Its docstring carries a tag: "Introduced in notebook 05", "Introduced in notebooks 03 and 04",
-  "Introduced in notebook 03 (assembled) and 05 (trained)", or, for an object that no notebook uses,
-  "Used by the package, not a notebook." Only the first number after "Introduced in" is checked.
+* A tag is optional: "Introduced in notebook 05", "Introduced in notebooks 03 and 04", "Introduced in notebook 03
+  (assembled) and 05 (trained)". Only the first number after "Introduced in" is checked. The old tag "Used by the
+  package, not a notebook." is not allowed: `__all__` and the leading underscore say what is public.
 * A notebook "uses" an object when a code cell imports it (`from course_utils.x import name`) or reads it as
   an attribute of a course_utils module it imported (`x.name`, `course_utils.x.name`). A re-exported object is
   one object: it is checked once, under the module that defines it (`obj.__module__`), and a use through any
   module that exposes it counts.
-* Used by some notebook: the tag's first number is the first notebook (`notebooks/NN_*.ipynb`) that uses it;
-  "Used by the package, not a notebook." on such an object is a mismatch too.
-* Used by no notebook: either "Used by the package, not a notebook.", or a tag naming an existing notebook
-  whose topic the object belongs to (a result type the notebook reads back, a helper that a function the
-  notebook calls relies on). Which topic is the author's call; the test only checks that the notebook exists.
+* A tagged object used by some notebook: the tag's first number is the first notebook (`notebooks/NN_*.ipynb`)
+  that uses it. A tagged object used by no notebook: the tag names an existing notebook whose topic the object
+  belongs to (a result type the notebook reads back, a helper that a function the notebook calls relies on).
 
 Module-level constants are covered by their module docstring's tag and are not checked here.
 """
@@ -211,9 +209,11 @@ def check_tag(item: PublicObject, first_use: int | None, notebooks: set[int]) ->
     tagged = tagged_notebook(item.doc)
     package_only = PACKAGE_ONLY in " ".join(item.doc.split())
     used = f"first used in notebook {first_use:02d}" if first_use is not None else "used by no notebook"
-    if tagged is None and not package_only:
-        return f"{item.qualname}: no tag ({used})"
-    current = f"notebook {tagged:02d}" if tagged is not None else f"'{PACKAGE_ONLY}'"
+    if package_only:
+        return f"{item.qualname}: '{PACKAGE_ONLY}' tag ({used}): remove it; __all__ and underscores say what is public"
+    if tagged is None:
+        return None
+    current = f"notebook {tagged:02d}"
     if first_use is not None and tagged != first_use:
         return f"{item.qualname}: tag says {current}, {used}"
     if tagged is not None and tagged not in notebooks:
@@ -271,11 +271,11 @@ def test_the_rule_for_used_unused_and_untagged_objects():
     assert problem("Introduced in notebook 05.", 5) is None
     assert problem("Introduced in notebooks 03 and 05.", 3) is None
     assert "first used in notebook 04" in problem("Introduced in notebook 05.", 4)
-    assert "no tag" in problem("No tag.", 2)
-    assert "no tag" in problem("No tag.", None)
+    assert problem("No tag.", 2) is None
+    assert problem("No tag.", None) is None
     assert problem("Introduced in notebook 03 (the decoder's result type).", None) is None
-    assert problem("Used by the package,\n    not a notebook.", None) is None
-    assert "first used in notebook 02" in problem("Used by the package, not a notebook.", 2)
+    assert "remove it" in problem("Used by the package,\n    not a notebook.", None)
+    assert "remove it" in problem("Used by the package, not a notebook.", 2)
     assert "does not exist" in problem("Introduced in notebook 09.", None)
 
 
@@ -291,6 +291,6 @@ def test_notebook_imports_from_course_utils_name_something_that_exists():
     assert not missing, "\n".join(["notebook imports of names the package does not have:"] + missing)
 
 
-def test_every_public_object_is_tagged_with_the_first_notebook_that_uses_it():
+def test_every_tag_names_the_first_notebook_that_uses_the_object():
     problems = tag_problems()
     assert not problems, "\n".join(["tags that do not match the notebooks:"] + problems)

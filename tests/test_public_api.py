@@ -1,23 +1,34 @@
-"""Every library module declares its public surface: `__all__` lists exactly the public names it defines (functions,
-classes, constants), so `from course_utils.x import *` and a reader see the same API. The tooling (command line,
-site, slides, pretrain, archive, bootstrap) is not library and is not checked here."""
+"""Every library module declares its public surface, and the surface means something: `__all__` lists exactly the
+public names a module defines, and each of them is used outside its module (by another module of the package, a
+notebook, the exercises, the command line, a benchmark or the tools). A name only its own module uses gets a leading
+underscore. The command line, the exercises and the bootstrap are not library and are not checked here."""
 import ast
 import importlib
+import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "course_utils"
-LIBRARY = ["corpus", "vocab", "data", "runtime", "encoder", "shapes", "timing", "attention", "decoder", "seq2seq",
-           "diagrams", "diagram_layouts", "loss", "train", "cuda_graphs", "evaluate", "checkpoints", "recipes",
-           "search", "translate", "metrics", "viz", "viz_padding", "explorer", "classifier", "classic", "claims",
-           "overview", "transformer", "linear_attention", "alignment", "explanation"]
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "course_utils"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import package_size  # noqa: E402
+
+LIBRARY = sorted(module for module in package_size.import_graph() if package_size.is_library(module)
+                 and module != "course_utils")
+
+
+def module_path(module: str) -> Path:
+    path = ROOT / Path(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
 def defined_public_names(module: str) -> set[str]:
     """Names a module defines at its top level (def, class, assignment, tuple assignment) that do not start with _."""
     names = set()
-    for node in ast.parse((PACKAGE / f"{module}.py").read_text()).body:
+    for node in ast.parse(module_path(module).read_text()).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
@@ -26,18 +37,78 @@ def defined_public_names(module: str) -> set[str]:
     return {name for name in names if not name.startswith("_")}
 
 
+def _notebook_code(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+
+
+def user_texts() -> dict[str, str]:
+    """{file: text} of everything that may use the library: the package, the notebooks' code, benchmarks, tools."""
+    texts = {str(path.relative_to(ROOT)): path.read_text() for folder in ("course_utils", "benchmarks", "tools")
+             for path in sorted((ROOT / folder).rglob("*.py"))}
+    texts.update({str(path.relative_to(ROOT)): _notebook_code(path) for path in sorted(ROOT.glob("notebooks/*.ipynb"))})
+    return texts
+
+
+def signature_names(source: str) -> set[str]:
+    """Names in the annotations of a module's public functions, methods and class fields: the types its public API
+    hands out or takes (a result type is public when a public function returns it, even if nobody imports it)."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
+                arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+                for annotation in [node.returns, *(argument.annotation for argument in arguments)]:
+                    if annotation is not None:
+                        names.update(n.id for n in ast.walk(annotation) if isinstance(n, ast.Name))
+                    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+                        names.update(re.findall(r"\w+", annotation.value))
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                for field in node.body:
+                    if isinstance(field, ast.AnnAssign):
+                        names.update(n.id for n in ast.walk(field.annotation) if isinstance(n, ast.Name))
+                visit(node.body)
+
+    visit(ast.parse(source).body)
+    return names
+
+
+def unused_public_names(module: str, texts: dict[str, str]) -> list[str]:
+    """The names of `module.__all__` that no other file in `texts` mentions as a whole word and that no public
+    signature of the module itself hands out."""
+    own = str(module_path(module).relative_to(ROOT))
+    others = "\n".join(text for name, text in texts.items() if name != own)
+    handed_out = signature_names(texts.get(own, ""))
+    return [name for name in importlib.import_module(module).__all__ if name not in handed_out
+            and not re.search(rf"(?<![\w.]){re.escape(name)}\b|\.{re.escape(name)}\b", others)]
+
+
 @pytest.mark.parametrize("module", LIBRARY)
 def test_all_lists_exactly_the_public_names_a_module_defines(module):
-    imported = importlib.import_module(f"course_utils.{module}")
-    assert hasattr(imported, "__all__"), f"course_utils/{module}.py has no __all__"
+    imported = importlib.import_module(module)
+    assert hasattr(imported, "__all__"), f"{module_path(module)} has no __all__"
     assert len(imported.__all__) == len(set(imported.__all__)), "a name is listed twice"
     assert all(hasattr(imported, name) for name in imported.__all__)
     assert set(imported.__all__) == defined_public_names(module)
 
 
-def test_the_package_top_level_is_the_library_and_the_tooling_lives_in_subpackages():
-    modules = {path.stem for path in PACKAGE.glob("*.py")}
-    assert modules == set(LIBRARY) | {"__init__", "__main__", "bootstrap"}, "a module outside the library's list"
-    assert len((PACKAGE / "__main__.py").read_text().splitlines()) < 12, "__main__ only calls course_utils.cli.main"
-    assert {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()} == {"cli", "site", "exercises"}
+@pytest.mark.parametrize("module", LIBRARY)
+def test_every_public_name_is_used_outside_its_module(module):
+    unused = unused_public_names(module, user_texts())
+    assert not unused, f"{module}: public but used only in its own module (give them an underscore): {unused}"
 
+
+def test_the_unused_name_finder_sees_a_name_used_nowhere_else_not_one_used_elsewhere_nor_a_result_type(monkeypatch):
+    fake = type(sys)("course_utils.fake")
+    monkeypatch.setitem(sys.modules, "course_utils.fake", fake)
+    fake.__all__ = ["shown", "hidden", "Result"]
+    texts = {"course_utils/fake.py": "class Result: ...\ndef shown() -> Result: ...\ndef hidden(): ...",
+             "course_utils/other.py": "fake.shown()"}
+    assert unused_public_names("course_utils.fake", texts) == ["hidden"]
+
+
+def test_the_top_level_holds_the_library_and_the_tooling_lives_in_subpackages():
+    assert len((PACKAGE / "__main__.py").read_text().splitlines()) < 12, "__main__ only calls course_utils.cli.main"
+    assert not (PACKAGE / "site").exists(), "the site builder is tooling: it lives in tools/, outside the package"
+    assert "Used by the package" not in "".join(path.read_text() for path in PACKAGE.rglob("*.py"))
