@@ -39,5 +39,5 @@ def test_the_package_top_level_is_the_library_and_the_tooling_lives_in_subpackag
     modules = {path.stem for path in PACKAGE.glob("*.py")}
     assert modules == set(LIBRARY) | {"__init__", "__main__", "bootstrap"}, "a module outside the library's list"
     assert len((PACKAGE / "__main__.py").read_text().splitlines()) < 12, "__main__ only calls course_utils.cli.main"
-    assert {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()} == {"cli", "site", "exercises"}
+    assert {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()} == {"cli", "exercises"}
 

@@ -1,4 +1,4 @@
-"""Slideshow metadata (course_utils.site.slides): the rules, idempotence, metadata-only changes, and the stored
+"""Slideshow metadata (tools.site.slides): the rules, idempotence, metadata-only changes, and the stored
 notebooks."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.site import slides
+from tools.site import slides
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -104,13 +104,13 @@ def test_stored_notebooks_carry_up_to_date_slide_metadata():
     paths = sorted(NOTEBOOKS.glob("*.ipynb"))
     if not any("slideshow" in cell.get("metadata", {}) for path in paths
                for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]):
-        pytest.skip("no notebook has slide metadata yet: run `python -m course_utils.site.slides notebooks/*.ipynb`")
+        pytest.skip("no notebook has slide metadata yet: run `python -m tools.site.slides notebooks/*.ipynb`")
     stale = [path.name for path in paths if slides.apply_to_file(path, check=True)]
-    assert not stale, f"run `python -m course_utils.site.slides notebooks/*.ipynb`: stale slide metadata in {stale}"
+    assert not stale, f"run `python -m tools.site.slides notebooks/*.ipynb`: stale slide metadata in {stale}"
 
 
 # ------------------------------------------------------------------------------------------- the lecture plan
-from course_utils.site import lecture_plan  # noqa: E402
+from tools.site import lecture_plan  # noqa: E402
 
 
 def tagged(cells: list[dict]) -> list[list[str]]:
@@ -186,7 +186,7 @@ def test_the_plan_covers_two_sessions_of_90_minutes():
 
 
 def test_every_anchor_names_one_cell_of_the_stored_notebooks_and_each_deck_fits():
-    from course_utils.site.decks import MAX_SLIDES, session_notebook, slide_count
+    from tools.site.decks import MAX_SLIDES, session_notebook, slide_count
 
     paths = [path for path in sorted(NOTEBOOKS.glob("*.ipynb")) if lecture_plan.notebook_id(path) in
              lecture_plan.PLAN]
@@ -204,6 +204,6 @@ def test_stored_notebooks_carry_the_plans_tags():
     if not any(lecture_plan.LECTURE in cell.get("metadata", {}).get("tags", []) for path in paths
                for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]):
         pytest.skip("no notebook carries lecture tags yet: run "
-                    "`python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb`")
+                    "`python -m tools.site.lecture_plan --apply notebooks/*.ipynb`")
     stale = [path.name for path in paths if lecture_plan.apply_to_file(path, check=True)]
-    assert not stale, f"run `python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb`: {stale}"
+    assert not stale, f"run `python -m tools.site.lecture_plan --apply notebooks/*.ipynb`: {stale}"

@@ -3,8 +3,8 @@
 `describe(notebook, stem)` reads a notebook's title and summary for the index (`NotebookEntry`); `index_page` and
 `solutions_page` write the two pages' HTML, the latter with the answers to each notebook's questions
 (`questions_section`); `mathjax_head` is the local-MathJax <head> part that these pages and the exported notebooks
-(course_utils.site.export) share. course_utils.site.build_site writes them into the site. Not about the notebooks'
-own pages and slides (course_utils.site.export) nor the offline check (course_utils.site.offline).
+(tools.site.export) share. tools.site.build_site writes them into the site. Not about the notebooks'
+own pages and slides (tools.site.export) nor the offline check (tools.site.offline).
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils.site.offline import STATIC
+from tools.site.offline import STATIC
 
 __all__ = ["MATHJAX_CONFIG", "PAGE_CSS", "SUMMARY_LINES", "NotebookEntry", "describe", "index_page", "inline_markdown",
            "mathjax_head", "questions_section", "questions_with_answers", "solutions_page"]
@@ -112,7 +112,7 @@ def _page(title: str, body: str, mathjax: bool = False, head: str = "") -> str:
 
 def index_page(entries: list[NotebookEntry], solutions: bool, decks: list[tuple[str, str, int]] = ()) -> str:
     """The index: every notebook with what it teaches and links to its page and its slides, then the session
-    decks `decks` ((file name, title, slide count) each; course_utils.site.build_session_decks).
+    decks `decks` ((file name, title, slide count) each; tools.site.build_session_decks).
 
     Used by the package, not a notebook."""
     from nbconvert.filters import markdown2html
@@ -166,7 +166,7 @@ def questions_section(notebook: str) -> str:
 
 
 def questions_with_answers(notebook: str) -> str:
-    """For the learner's page (course_utils.site.learner): a notebook's questions, each with its answer folded
+    """For the learner's page (tools.site.learner): a notebook's questions, each with its answer folded
     under it in a closed <details> "Answer"; "" for a notebook without questions.
 
     Used by the package, not a notebook."""

@@ -1,7 +1,7 @@
 """Slideshow metadata for the notebooks: every notebook presentable as slides (RISE live, reveal.js exported).
 
-    python -m course_utils.site.slides notebooks/*.ipynb          # write the metadata into the notebooks
-    python -m course_utils.site.slides --check notebooks/*.ipynb  # exit 1 if a notebook's metadata is missing or stale
+    python -m tools.site.slides notebooks/*.ipynb          # write the metadata into the notebooks
+    python -m tools.site.slides --check notebooks/*.ipynb  # exit 1 if a notebook's metadata is missing or stale
 
 `add_slide_metadata(notebook)` sets `cell.metadata.slideshow.slide_type` on every cell from the cell's kind, its
 first line and its neighbour, and touches nothing else (sources, outputs, execution counts, other metadata and the
@@ -25,10 +25,10 @@ The rules (the deck that comes out: one horizontal slide per section, its steps 
 
 Presenting: live in JupyterLab with jupyterlab-rise (requirements.txt; checked with JupyterLab 4.6.6): open the
 notebook, then the toolbar's "Render as slideshow" button, Alt+R, or the command palette's "RISE: Slideshow"
-(cells stay runnable); `python -m course_utils site` exports every notebook as reveal.js slides that need no
+(cells stay runnable); `python -m tools.site` exports every notebook as reveal.js slides that need no
 kernel (`NN_name.slides.html`). Notes are shown in reveal.js's speaker view (key `s`), not to the audience. A cell
 can opt out of the rules with `"slideshow": {"slide_type": ..., "manual": true}` in its metadata: that type is
-kept as it is. Not about exporting the slides: course_utils.site.export reads these types when it builds
+kept as it is. Not about exporting the slides: tools.site.export reads these types when it builds
 them.
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
@@ -136,10 +136,10 @@ def apply_to_file(path: Path, check: bool = False) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m course_utils.site.slides NB ... [--check]`: write (or check) the slide metadata of notebooks.
+    """`python -m tools.site.slides NB ... [--check]`: write (or check) the slide metadata of notebooks.
 
     Used by the package, not a notebook."""
-    parser = argparse.ArgumentParser(prog="python -m course_utils.site.slides",
+    parser = argparse.ArgumentParser(prog="python -m tools.site.slides",
                                      description="Add (or check) the slideshow metadata of notebooks.")
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if any notebook would change")

@@ -1,10 +1,10 @@
 """Exporting one notebook as the site's page and reveal.js slides (nbconvert, with the course's own templates).
 
-`prepare` readies a copy of a notebook (slide types from course_utils.site.slides, widget outputs replaced by a note:
+`prepare` readies a copy of a notebook (slide types from tools.site.slides, widget outputs replaced by a note:
 a static page has no kernel); `export_notebook` writes its `NN_name.html` and `NN_name.slides.html` with
 nbconvert's HTMLExporter (JupyterLab look) and SlidesExporter, both pointed at the local MathJax and reveal.js
-copied into `_static/`. course_utils.site.build_site runs it for every notebook, two processes at a time. Not
-about the index or solutions pages (course_utils.site.pages) nor the offline check (course_utils.site.offline).
+copied into `_static/`. tools.site.build_site runs it for every notebook, two processes at a time. Not
+about the index or solutions pages (tools.site.pages) nor the offline check (tools.site.offline).
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
 """
@@ -14,8 +14,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from course_utils.site.offline import STATIC
-from course_utils.site.pages import NotebookEntry, describe, mathjax_head
+from tools.site.offline import STATIC
+from tools.site.pages import NotebookEntry, describe, mathjax_head
 
 __all__ = ["LAB_TEMPLATE", "LEARNER_CSS", "NAV_CSS", "REVEAL_TEMPLATE", "WIDGET_MIME", "WIDGET_NOTE", "export_notebook",
            "export_session_deck", "prepare"]
@@ -26,14 +26,14 @@ WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here
 
 
 def prepare(notebook: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the notebook ready to export: the learner's view (course_utils.site.learner: no NBVAL markers,
+    """A copy of the notebook ready to export: the learner's view (tools.site.learner: no NBVAL markers,
     the Colab cell folded, test paths as footnotes, answers folded under the questions), slide types set
-    (course_utils.site.slides), widget state dropped and each widget output replaced by a note (a static page has
+    (tools.site.slides), widget state dropped and each widget output replaced by a note (a static page has
     no kernel; 06's static fallback is a stored PNG).
 
     Used by the package, not a notebook."""
-    from course_utils.site.learner import learner_view
-    from course_utils.site.slides import add_slide_metadata
+    from tools.site.learner import learner_view
+    from tools.site.slides import add_slide_metadata
 
     notebook = add_slide_metadata(learner_view(notebook))
     notebook.get("metadata", {}).pop("widgets", None)
@@ -164,13 +164,13 @@ def export_notebook(path: Path, output: Path, slides: bool, solutions: bool) -> 
 
 
 def export_session_deck(deck: dict[str, Any], output: Path, name: str, title: str) -> Path:
-    """Write an assembled session deck (course_utils.site.decks.session_notebook) as `output/name`, a 1280x720
+    """Write an assembled session deck (tools.site.decks.session_notebook) as `output/name`, a 1280x720
     reveal.js deck with no prompts; returns the path written.
 
     Used by the package, not a notebook."""
     import nbformat
 
-    from course_utils.site.decks import DECK_CSS
+    from tools.site.decks import DECK_CSS
 
     if not _EXPORTERS:
         _EXPORTERS.extend(_exporters())

@@ -1,6 +1,6 @@
 """The condensed session decks: one reveal.js deck per 90-minute session, from the `lecture`-tagged cells.
 
-`session_notebook(session, notebooks)` assembles one notebook from the cells that course_utils.site.lecture_plan
+`session_notebook(session, notebooks)` assembles one notebook from the cells that tools.site.lecture_plan
 tagged `lecture` in the session's notebooks: a title slide, one title slide per notebook, then one slide per
 tagged cell, condensed so that it fits a 1280x720 screen, with the rest of the cell in reveal.js's speaker notes
 (key `s`):
@@ -16,7 +16,7 @@ tagged cell, condensed so that it fits a 1280x720 screen, with the rest of the c
 | a markdown cell tagged `notes`    | (nothing)                                           | appended to the slide   |
 |   after a tagged cell             |                                                     | of the cell before      |
 
-A cell also tagged `optional` says so on its slide (the one-session cut skips it). course_utils.site.build_site
+A cell also tagged `optional` says so on its slide (the one-session cut skips it). tools.site.build_site
 exports each session's notebook as `session-N.slides.html` (at most MAX_SLIDES slides, or the build fails);
 tests/browser/run_site_check.py visits every slide and fails on one whose content exceeds 1280x720.
 
@@ -28,9 +28,9 @@ import copy
 import re
 from typing import Any
 
-from course_utils.site.learner import strip_markers
-from course_utils.site.lecture_plan import LECTURE, MINUTES, OPTIONAL, SESSION_TITLES, SESSIONS, notebook_id
-from course_utils.site.offline import SiteError
+from tools.site.learner import strip_markers
+from tools.site.lecture_plan import LECTURE, MINUTES, OPTIONAL, SESSION_TITLES, SESSIONS, notebook_id
+from tools.site.offline import SiteError
 
 __all__ = ["CODE_LINES", "DECK_CSS", "MAX_SLIDES", "NOTES_TAG", "OUTPUT_LINES", "condense_code",
            "condense_markdown", "deck_name", "first_sentence", "markdown_blocks", "session_notebook", "slide_count"]
@@ -243,7 +243,7 @@ def session_notebook(session: int, notebooks: dict[str, dict[str, Any]]) -> dict
     count = slide_count(deck)
     if count > MAX_SLIDES:
         raise SiteError(f"{deck_name(session)} would have {count} slides (at most {MAX_SLIDES}): tag fewer cells "
-                        f"`lecture` in course_utils/site/lecture_plan.py")
+                        f"`lecture` in tools/site/lecture_plan.py")
     return deck
 
 

@@ -7,9 +7,9 @@
   3. test-file paths named in the prose (`tests/test_x.py::name`) become numbered footnotes, listed at the bottom
      of the page (`footnote_test_paths`);
   4. the questions cell (`exercises.show_questions("NN")`) shows each question with its answer folded under it in
-     a closed <details> "Answer" (course_utils.site.pages.questions_with_answers).
-course_utils.site.export.prepare applies it before exporting a page and its deck; the stored notebooks are never
-changed. Not about slide types (course_utils.site.slides) nor the session decks (course_utils.site.decks).
+     a closed <details> "Answer" (tools.site.pages.questions_with_answers).
+tools.site.export.prepare applies it before exporting a page and its deck; the stored notebooks are never
+changed. Not about slide types (tools.site.slides) nor the session decks (tools.site.decks).
 
 Introduced in: the lecture kit (round 3); not used by the notebooks themselves.
 """
@@ -90,7 +90,7 @@ def footnote_test_paths(notebook: dict[str, Any]) -> list[str]:
 def show_answers(notebook: dict[str, Any]) -> None:
     """Replace (in place) the output of the `exercises.show_questions("NN")` cell by the questions with each
     answer folded under it. Used by the package, not a notebook."""
-    from course_utils.site.pages import questions_with_answers
+    from tools.site.pages import questions_with_answers
 
     for cell in notebook.get("cells", []):
         match = re.search(r"show_questions\(\s*[\"']?(\d+)", _source(cell)) if cell.get("cell_type") == "code" \

@@ -2,8 +2,8 @@
 
 `remote_resources(page)` lists what a browser would load by itself from elsewhere (script/link/img/iframe
 sources, CSS url()/@import, JavaScript imports, fetch); `check_offline(folder)` raises SiteError naming each page
-of a built site that has any. course_utils.site.build_site runs it on every build; links the reader may click
-(<a href>) are not fetched and pass. Not about writing pages (course_utils.site.export, course_utils.site.pages);
+of a built site that has any. tools.site.build_site runs it on every build; links the reader may click
+(<a href>) are not fetched and pass. Not about writing pages (tools.site.export, tools.site.pages);
 only about reading them.
 
 Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.

@@ -1,12 +1,12 @@
 """The lecture plan as data: which cells of each notebook make the condensed session decks, as cell tags.
 
-    python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb   # write the plan's tags into the cells
-    python -m course_utils.site.lecture_plan --check notebooks/*.ipynb   # exit 1 if a notebook's tags differ
+    python -m tools.site.lecture_plan --apply notebooks/*.ipynb   # write the plan's tags into the cells
+    python -m tools.site.lecture_plan --check notebooks/*.ipynb   # exit 1 if a notebook's tags differ
 
 `PLAN` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb) to its `PlanItem`s, in notebook
 order: a unique text `anchor` (a substring of one cell's source, usually a heading) and whether the cell is
 `optional` (skipped in the one-session cut). Every planned cell gets the tag `lecture` (it makes a slide of its
-session's deck, course_utils.site.decks) and an optional one also `optional`. `SESSIONS` says which notebooks
+session's deck, tools.site.decks) and an optional one also `optional`. `SESSIONS` says which notebooks
 each 90-minute session covers; notebooks/LECTURE_PLAN.md is the same plan in prose, with minutes.
 
 An anchor is unique if exactly one cell contains it, or, failing that, exactly one cell has it on a heading line
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from course_utils.site.slides import notebook_text
+from tools.site.slides import notebook_text
 
 __all__ = ["LECTURE", "MINUTES", "OPTIONAL", "PLAN", "SESSIONS", "SESSION_TITLES", "PlanError", "PlanItem",
            "apply_plan", "apply_to_file", "find_cell", "main", "notebook_id", "session_of"]
@@ -148,7 +148,7 @@ def apply_plan(notebook: dict[str, Any], notebook_name: str) -> dict[str, Any]:
             count = sum(item.anchor in _source(cell) for cell in cells)
             problem = "names no cell" if count == 0 else f"names {count} cells"
             raise PlanError(f"{notebook_name}: anchor {item.anchor!r} {problem}; edit PLAN in "
-                            f"course_utils/site/lecture_plan.py to match the notebook's text")
+                            f"tools/site/lecture_plan.py to match the notebook's text")
         wanted[index] = [LECTURE, OPTIONAL] if item.optional else [LECTURE]
     for index, cell in enumerate(cells):
         metadata = cell.setdefault("metadata", {})
@@ -179,10 +179,10 @@ def apply_to_file(path: Path, check: bool = False) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m course_utils.site.lecture_plan (--apply | --check) NB ...`.
+    """`python -m tools.site.lecture_plan (--apply | --check) NB ...`.
 
     Used by the package, not a notebook."""
-    parser = argparse.ArgumentParser(prog="python -m course_utils.site.lecture_plan",
+    parser = argparse.ArgumentParser(prog="python -m tools.site.lecture_plan",
                                      description="Write (or check) the lecture plan's cell tags (lecture, "
                                                  "optional) in the notebooks.")
     parser.add_argument("notebooks", nargs="+", type=Path)
