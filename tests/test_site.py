@@ -349,3 +349,39 @@ def test_build_writes_the_session_deck_with_notes_and_lists_it(tmp_path):
     assert "width: 1280" in deck and "height: 720" in deck and "RevealNotes" in deck
     assert deck.count('<aside class="notes">') == 3 and "Say this aloud." in deck
     assert 'href="session-1.slides.html"' in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------- tooling, not package
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_site_command_runs_from_the_repository_root(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    notebook = tiny_notebook(tmp_path / "01_tiny.ipynb", "# 01 · Tiny\n\nOne paragraph of what it teaches.")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-m", "tools.site", "--output", str(tmp_path / "out"), "--notebooks",
+                             str(notebook), "--no-solutions", "--no-slides"], cwd=REPO, env=environment,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "site written to" in result.stdout and (tmp_path / "out" / "01_tiny.html").is_file()
+
+
+def test_pip_installs_course_utils_only_and_nothing_in_it_imports_the_tools():
+    import ast
+    import tomllib
+
+    from setuptools import find_packages
+
+    setuptools_config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "package-data" not in setuptools_config  # no vendored JavaScript in a learner's install
+    packages = find_packages(str(REPO), **setuptools_config["packages"]["find"])
+    assert "course_utils" in packages and "course_utils.exercises" in packages and "course_utils.cli" in packages
+    assert all(package.split(".")[0] == "course_utils" for package in packages), packages
+    for path in (REPO / "course_utils").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            assert not any(name.split(".")[0] == "tools" for name in names), path
