@@ -50,7 +50,7 @@ def test_no_page_loads_anything_from_the_network(built):
     assert len([page for page in pages if not page.name.startswith("session-")]) == 4
     for page in pages:
         text = page.read_text(encoding="utf-8")
-        assert offline.remote_resources(text) == [], page.name
+        assert offline._remote_resources(text) == [], page.name
         assert "cdnjs" not in text and "unpkg" not in text, page.name
     offline.check_offline(built)  # what build_site ran: no exception
 
@@ -59,7 +59,7 @@ def test_pages_use_the_local_mathjax_and_reveal(built):
     page = (built / "03_attention_decoder.html").read_text(encoding="utf-8")
     slides = (built / "03_attention_decoder.slides.html").read_text(encoding="utf-8")
     for text in (page, slides):
-        assert f'src="_static/mathjax/MathJax.js?config={pages.MATHJAX_CONFIG}"' in text
+        assert f'src="_static/mathjax/MathJax.js?config={pages._MATHJAX_CONFIG}"' in text
         assert "data:image/png;base64," in text  # the stored figures, embedded
     assert 'src="_static/reveal.js/dist/reveal.js"' in slides
     assert 'href="_static/reveal.js/dist/theme/white.css"' in slides
@@ -134,13 +134,13 @@ def test_prepare_replaces_widgets_and_sets_slides_without_touching_the_original(
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Title"},
                           {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "w",
                            "outputs": [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
-                                        "data": {export.WIDGET_MIME: {"model_id": "abc"}, "text/plain": "VBox()"}}]}],
+                                        "data": {export._WIDGET_MIME: {"model_id": "abc"}, "text/plain": "VBox()"}}]}],
                 "metadata": {"widgets": {"state": {}}}, "nbformat": 4, "nbformat_minor": 5}
     original = json.dumps(notebook, sort_keys=True)
-    prepared = export.prepare(notebook)
+    prepared = export._prepare(notebook)
     assert json.dumps(notebook, sort_keys=True) == original
     assert "widgets" not in prepared["metadata"]
-    assert prepared["cells"][1]["outputs"][0]["data"] == {"text/html": export.WIDGET_NOTE}
+    assert prepared["cells"][1]["outputs"][0]["data"] == {"text/html": export._WIDGET_NOTE}
     assert prepared["cells"][0]["metadata"]["slideshow"] == {"slide_type": "slide"}
 
 
@@ -176,7 +176,7 @@ def test_describe_takes_the_title_first_paragraph_and_the_header_lines():
     ("<script>// see https://revealjs.com/config/ for the options\nReveal.initialize({});</script>", []),
 ])
 def test_remote_resources_finds_what_a_browser_would_fetch(page, expected):
-    assert offline.remote_resources(page) == expected
+    assert offline._remote_resources(page) == expected
 
 
 def test_the_build_fails_when_a_page_would_load_from_the_network(tmp_path):
@@ -187,7 +187,7 @@ def test_the_build_fails_when_a_page_would_load_from_the_network(tmp_path):
 
 def test_students_build_has_no_solutions_and_widget_outputs_become_a_note(tmp_path):
     widget = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
-              "data": {export.WIDGET_MIME: {"model_id": "m", "version_major": 2, "version_minor": 0},
+              "data": {export._WIDGET_MIME: {"model_id": "m", "version_major": 2, "version_minor": 0},
                        "text/plain": "VBox()"}}
     notebook = tiny_notebook(tmp_path / "01_widget.ipynb", "# 01 · Widget\n\nMaths $x^2$.", outputs=[widget],
                              metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}}})
@@ -298,12 +298,12 @@ def deck_cells() -> list[dict]:
 
 
 def test_condense_markdown_keeps_heading_first_sentence_and_equations():
-    from tools.site.decks import condense_markdown
+    from tools.site.decks import _condense_markdown
 
-    slide, notes = condense_markdown(deck_cells()[1]["source"])
+    slide, notes = _condense_markdown(deck_cells()[1]["source"])
     assert slide == "## 1. Scores\n\nThe score compares the query with every key.\n\n$$e_j = q^\\top k_j$$"
     assert notes.startswith("It is a dot product here.") and "line 19" in notes
-    slide, notes = condense_markdown("End of the last section.\n\n## 2. Next\n\nFirst. Second.")
+    slide, notes = _condense_markdown("End of the last section.\n\n## 2. Next\n\nFirst. Second.")
     assert slide == "## 2. Next\n\nFirst." and notes == "End of the last section.\n\nSecond."
 
 
@@ -325,15 +325,15 @@ def test_session_deck_from_tagged_cells(tmp_path):
     assert "optional" in figure_heading["source"] and "### 1. Scores" in figure_heading["source"]
     assert figure["metadata"]["transient"] == {"remove_source": True} and "NBVAL" not in figure["source"]
     code = deck["cells"][8]
-    assert len(code["source"].splitlines()) == decks.CODE_LINES + 1
-    assert len(code["outputs"][0]["text"].splitlines()) == decks.OUTPUT_LINES + 1
+    assert len(code["source"].splitlines()) == decks._CODE_LINES + 1
+    assert len(code["outputs"][0]["text"].splitlines()) == decks._OUTPUT_LINES + 1
     assert "x19 = 19" in deck["cells"][9]["source"]
 
 
 def test_session_deck_over_the_slide_limit_fails(monkeypatch):
     from tools.site import decks
 
-    monkeypatch.setattr(decks, "MAX_SLIDES", 3)
+    monkeypatch.setattr(decks, "_MAX_SLIDES", 3)
     with pytest.raises(offline.SiteError, match=r"session-1.slides.html would have 5 slides \(at most 3\)"):
         decks.session_notebook(1, {"01_deck": {"cells": deck_cells(), "metadata": {}}})
 

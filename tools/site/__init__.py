@@ -40,9 +40,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.site.decks import deck_name, session_notebook, slide_count
 from tools.site.export import export_notebook, export_session_deck
-from tools.site.lecture_plan import SESSION_TITLES, SESSIONS
 from tools.site.offline import STATIC, SiteError, check_offline
 from tools.site.pages import index_page, solutions_page
 
@@ -147,6 +145,10 @@ def build_site(output: Path | str, notebooks: list[Path] | None = None, solution
 def _build_session_decks(paths: list[Path], output: Path) -> list[tuple[str, str, int]]:
     """Write one condensed deck per session from the `lecture`-tagged cells of `paths`; returns (file name, title,
     slide count) of each deck written (none where no cell is tagged)."""
+    # imported here: `python -m tools.site.lecture_plan` (and .slides) must not find its module already imported
+    from tools.site.decks import deck_name, session_notebook, slide_count
+    from tools.site.lecture_plan import SESSION_TITLES, SESSIONS
+
     notebooks = {path.stem: json.loads(path.read_text(encoding="utf-8")) for path in paths}
     decks = []
     for session in SESSIONS:
