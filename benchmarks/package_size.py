@@ -3,7 +3,7 @@
     python benchmarks/package_size.py            # a table (Markdown)
     python benchmarks/package_size.py --json     # the same numbers as JSON
 
-The library is every module of course_utils/ except cli/, exercises/, site/, bootstrap and __main__; the installed
+The library is every module of course_utils/ except cli/, exercises/, bootstrap and __main__; the installed
 package is everything under course_utils/. Imports are read from the source (the AST), lazy ones inside functions
 included, so a cycle broken only at run time by a late import still counts. tests/test_layers.py asserts the rules.
 """
@@ -16,8 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "course_utils"
-UPPER = ("course_utils.cli", "course_utils.exercises", "course_utils.site", "course_utils.bootstrap",
-         "course_utils.__main__")
+UPPER = ("course_utils.cli", "course_utils.exercises", "course_utils.bootstrap", "course_utils.__main__")
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -97,7 +96,7 @@ def is_library(module: str) -> bool:
 
 
 def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """(library module, the command-line, exercise, site or bootstrap module it imports)."""
+    """(library module, the command-line, exercise or bootstrap module it imports)."""
     return sorted((module, target) for module, targets in graph.items() if is_library(module)
                   for target in targets if target.startswith(UPPER))
 

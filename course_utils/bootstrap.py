@@ -4,7 +4,7 @@
     python3 -m course_utils.bootstrap lab --headless   # same, but no browser: open the URL JupyterLab prints
     python3 -m course_utils.bootstrap lab --ip 0.0.0.0 -- --ServerApp.token=secret   # after --: for JupyterLab
     python3 -m course_utils.bootstrap test             # make or reuse .venv, run unit tests, nbval on every notebook
-                                                       # and, where Chromium is installed, the explorer in a browser
+                                                       # and, where Chromium is installed, the browser checks
     python3 -m course_utils.bootstrap test -x -k attention   # arguments after `test` go to pytest
 
 Standard library only: this file runs with the bare ``python3`` of a fresh machine, before anything is installed.
@@ -143,12 +143,9 @@ def open_lab(headless: bool, ip: str, port: int, jupyter_args: list[str]) -> Non
 
 
 def run_tests(pytest_args: list[str]) -> None:
-    """The explorer in a browser (where Chromium exists), ruff over the tree, then unit tests and every notebook
-    under nbval in one pytest run (NBVAL_CHECK_OUTPUT cells are compared).
-
-    Notebooks run in the fast mode (COURSE_FAST=1: short training) unless the caller sets COURSE_FAST=0.
-    Exits with pytest's status; when pytest collected nothing (status 5) it says so, as that is never a pass.
-    """
+    """The browser checks (where Chromium exists), ruff over the tree, then unit tests and every notebook under
+    nbval in one pytest run, the notebooks in the fast mode (COURSE_FAST=1) unless the caller sets COURSE_FAST=0.
+    Collecting nothing (pytest's status 5) is never a pass."""
     python = ensure_environment()
     run_browser_check(python)  # first, so that pytest's summary is the run's last line
     run([python, "-m", "ruff", "check", "."], "ruff (the lint configured in pyproject.toml)")
@@ -165,11 +162,9 @@ def run_tests(pytest_args: list[str]) -> None:
 
 
 def run_browser_check(python: Path) -> None:
-    """The explorer in a real browser, when Chromium and chromedriver exist: the check starts JupyterLab through
-    `python -m course_utils.bootstrap lab --headless` (the README's command) and drives headless Chromium.
-
-    COURSE_BROWSER_CHECK=1 (set by CI) makes a missing browser an error instead of a note.
-    """
+    """Where Chromium and chromedriver exist: the explorer in JupyterLab started by `lab --headless` (the README's
+    command), then the offline site built by `python -m tools.site`, both in headless Chromium.
+    COURSE_BROWSER_CHECK=1 (set by CI) makes a missing browser an error instead of a note."""
     have_browser = shutil.which("chromium") and shutil.which("chromedriver")
     if not have_browser:
         if os.environ.get("COURSE_BROWSER_CHECK") == "1":
@@ -179,7 +174,7 @@ def run_browser_check(python: Path) -> None:
               "(apt-get install -y chromium chromium-driver; see tests/browser/run_explorer_check.py).", flush=True)
         return
     run([python, BROWSER_CHECK], "the browser check of the explorer")
-    run([python, SITE_CHECK], "the browser check of the offline site (built with python -m course_utils site)")
+    run([python, SITE_CHECK], "the browser check of the offline site (python -m tools.site)")
 
 
 def port_number(text: str) -> int:
@@ -227,7 +222,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run a command; user mistakes end in one line on stderr and exit status 1 or 2, not a traceback."""
+    """Run a command (argv: default sys.argv[1:])."""
     args, passed = parse(sys.argv[1:] if argv is None else list(argv))
     try:
         if args.command == "lab":

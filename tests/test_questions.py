@@ -20,8 +20,8 @@ from course_utils.exercises.questions import (
     questions_markdown,
     show_questions,
 )
-from course_utils.site import NOTEBOOKS
-from course_utils.site.pages import inline_markdown, questions_section, solutions_page
+from tools.site import NOTEBOOKS
+from tools.site.pages import inline_markdown, questions_section, solutions_page
 
 SHAPE_QUESTIONS = [q for questions in QUESTIONS.values() for q in questions if q.kind == "shape"]
 CONCEPT_QUESTIONS = [q for questions in QUESTIONS.values() for q in questions if q.kind == "concept"]

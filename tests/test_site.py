@@ -1,17 +1,17 @@
-"""The static site (course_utils.site): built from one real notebook into a temp folder, every page present, nothing
+"""The static site (tools.site): built from one real notebook into a temp folder, every page present, nothing
 loaded from the network, every reference solution on the solutions page. The browser half is
 tests/browser/run_site_check.py."""
 from __future__ import annotations
 
-import argparse
 import html
 import json
 from pathlib import Path
 
 import pytest
 
-from course_utils import site
 from course_utils.exercises.solutions import SOLUTIONS
+from tools import site
+from tools.site import export, offline, pages
 
 NOTEBOOK = site.NOTEBOOKS / "03_attention_decoder.ipynb"  # the smallest stored notebook with maths and a figure
 
@@ -50,16 +50,16 @@ def test_no_page_loads_anything_from_the_network(built):
     assert len([page for page in pages if not page.name.startswith("session-")]) == 4
     for page in pages:
         text = page.read_text(encoding="utf-8")
-        assert site.remote_resources(text) == [], page.name
+        assert offline._remote_resources(text) == [], page.name
         assert "cdnjs" not in text and "unpkg" not in text, page.name
-    site.check_offline(built)  # what build_site ran: no exception
+    offline.check_offline(built)  # what build_site ran: no exception
 
 
 def test_pages_use_the_local_mathjax_and_reveal(built):
     page = (built / "03_attention_decoder.html").read_text(encoding="utf-8")
     slides = (built / "03_attention_decoder.slides.html").read_text(encoding="utf-8")
     for text in (page, slides):
-        assert f'src="_static/mathjax/MathJax.js?config={site.MATHJAX_CONFIG}"' in text
+        assert f'src="_static/mathjax/MathJax.js?config={pages._MATHJAX_CONFIG}"' in text
         assert "data:image/png;base64," in text  # the stored figures, embedded
     assert 'src="_static/reveal.js/dist/reveal.js"' in slides
     assert 'href="_static/reveal.js/dist/theme/white.css"' in slides
@@ -79,7 +79,7 @@ def test_slides_follow_the_sections(built):
 
 def test_index_lists_the_notebook_with_title_summary_and_links(built):
     index = (built / "index.html").read_text(encoding="utf-8")
-    entry = site.describe(json.loads(NOTEBOOK.read_text(encoding="utf-8")), NOTEBOOK.stem)
+    entry = pages.describe(json.loads(NOTEBOOK.read_text(encoding="utf-8")), NOTEBOOK.stem)
     assert entry.title.startswith("03") and entry.title in index
     assert entry.summary_markdown and len(entry.summary_markdown) > 80
     assert 'href="03_attention_decoder.html"' in index and 'href="03_attention_decoder.slides.html"' in index
@@ -103,7 +103,7 @@ def test_solutions_page_lists_every_checker_with_its_reference_solution(built):
 
 def test_question_answers_are_on_the_solutions_page_and_folded_on_the_notebook_page(built):
     from course_utils.exercises.questions import QUESTIONS
-    from course_utils.site.pages import inline_markdown
+    from tools.site.pages import inline_markdown
 
     solutions = (built / "solutions.html").read_text(encoding="utf-8")
     notebook_page = (built / "03_attention_decoder.html").read_text(encoding="utf-8")
@@ -125,7 +125,7 @@ def test_every_stored_notebook_has_a_title_and_summary_for_the_index():
     notebooks = sorted(site.NOTEBOOKS.glob("*.ipynb"))
     assert len(notebooks) >= 6
     for path in notebooks:
-        entry = site.describe(json.loads(path.read_text(encoding="utf-8")), path.stem)
+        entry = pages.describe(json.loads(path.read_text(encoding="utf-8")), path.stem)
         assert entry.title != path.stem and entry.title[:2] == path.stem[:2], path.name
         assert len(entry.summary_markdown) > 80, path.name
 
@@ -134,13 +134,13 @@ def test_prepare_replaces_widgets_and_sets_slides_without_touching_the_original(
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Title"},
                           {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": "w",
                            "outputs": [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
-                                        "data": {site.WIDGET_MIME: {"model_id": "abc"}, "text/plain": "VBox()"}}]}],
+                                        "data": {export._WIDGET_MIME: {"model_id": "abc"}, "text/plain": "VBox()"}}]}],
                 "metadata": {"widgets": {"state": {}}}, "nbformat": 4, "nbformat_minor": 5}
     original = json.dumps(notebook, sort_keys=True)
-    prepared = site.prepare(notebook)
+    prepared = export._prepare(notebook)
     assert json.dumps(notebook, sort_keys=True) == original
     assert "widgets" not in prepared["metadata"]
-    assert prepared["cells"][1]["outputs"][0]["data"] == {"text/html": site.WIDGET_NOTE}
+    assert prepared["cells"][1]["outputs"][0]["data"] == {"text/html": export._WIDGET_NOTE}
     assert prepared["cells"][0]["metadata"]["slideshow"] == {"slide_type": "slide"}
 
 
@@ -148,7 +148,7 @@ def test_describe_takes_the_title_first_paragraph_and_the_header_lines():
     notebook = {"cells": [{"cell_type": "markdown", "source": "# 09 · Title here\n\nWhat it teaches.\n\n"
                                                              "**You will learn**\n\n- a\n\n**Builds on:** 08.\n\n"
                                                              "**Time:** 20 min.\n\n## 1. First section"}]}
-    entry = site.describe(notebook, "09_x")
+    entry = pages.describe(notebook, "09_x")
     assert entry.title == "09 · Title here"
     assert entry.summary_markdown == "What it teaches.\n\n**Builds on:** 08.\n\n**Time:** 20 min."
     assert entry.page == "09_x.html" and entry.slides == "09_x.slides.html"
@@ -176,18 +176,18 @@ def test_describe_takes_the_title_first_paragraph_and_the_header_lines():
     ("<script>// see https://revealjs.com/config/ for the options\nReveal.initialize({});</script>", []),
 ])
 def test_remote_resources_finds_what_a_browser_would_fetch(page, expected):
-    assert site.remote_resources(page) == expected
+    assert offline._remote_resources(page) == expected
 
 
 def test_the_build_fails_when_a_page_would_load_from_the_network(tmp_path):
     notebook = tiny_notebook(tmp_path / "01_remote.ipynb", "# 01 · Remote\n\nA picture: ![x](https://example.org/a.png)")
-    with pytest.raises(site.SiteError, match=r"01_remote.html: https://example.org/a.png"):
+    with pytest.raises(offline.SiteError, match=r"01_remote.html: https://example.org/a.png"):
         site.build_site(tmp_path / "out", notebooks=[notebook], solutions=False)
 
 
 def test_students_build_has_no_solutions_and_widget_outputs_become_a_note(tmp_path):
     widget = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
-              "data": {site.WIDGET_MIME: {"model_id": "m", "version_major": 2, "version_minor": 0},
+              "data": {export._WIDGET_MIME: {"model_id": "m", "version_major": 2, "version_minor": 0},
                        "text/plain": "VBox()"}}
     notebook = tiny_notebook(tmp_path / "01_widget.ipynb", "# 01 · Widget\n\nMaths $x^2$.", outputs=[widget],
                              metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}}})
@@ -202,17 +202,16 @@ def test_students_build_has_no_solutions_and_widget_outputs_become_a_note(tmp_pa
 
 
 def test_missing_notebook_is_an_error(tmp_path):
-    with pytest.raises(site.SiteError, match="not found"):
+    with pytest.raises(offline.SiteError, match="not found"):
         site.build_site(tmp_path / "out", notebooks=[tmp_path / "nope.ipynb"])
 
 
 def test_site_command_parser_and_exit_status(tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    site.add_site_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["site", "--output", str(tmp_path / "out"), "--no-solutions", "--no-slides",
-                              "--notebooks", str(tmp_path / "nope.ipynb")])
-    assert args.func is site.cmd_site and args.output == tmp_path / "out" and args.no_solutions and args.no_slides
-    assert args.func(args) == 1
+    argv = ["--output", str(tmp_path / "out"), "--no-solutions", "--no-slides", "--notebooks",
+            str(tmp_path / "nope.ipynb")]
+    args = site.build_parser().parse_args(argv)
+    assert args.output == tmp_path / "out" and args.no_solutions and args.no_slides
+    assert site.main(argv) == 1
     assert "error: notebook(s) not found" in capsys.readouterr().err
 
 
@@ -240,7 +239,7 @@ def learner_notebook(path: Path) -> Path:
 
 def test_learner_view_strips_markers_folds_colab_footnotes_tests_and_folds_answers():
     from course_utils.exercises.questions import QUESTIONS
-    from course_utils.site import learner
+    from tools.site import learner
 
     notebook = {"cells": _learner_cells(), "metadata": {}}
     before = json.dumps(notebook, sort_keys=True)
@@ -299,17 +298,17 @@ def deck_cells() -> list[dict]:
 
 
 def test_condense_markdown_keeps_heading_first_sentence_and_equations():
-    from course_utils.site.decks import condense_markdown
+    from tools.site.decks import _condense_markdown
 
-    slide, notes = condense_markdown(deck_cells()[1]["source"])
+    slide, notes = _condense_markdown(deck_cells()[1]["source"])
     assert slide == "## 1. Scores\n\nThe score compares the query with every key.\n\n$$e_j = q^\\top k_j$$"
     assert notes.startswith("It is a dot product here.") and "line 19" in notes
-    slide, notes = condense_markdown("End of the last section.\n\n## 2. Next\n\nFirst. Second.")
+    slide, notes = _condense_markdown("End of the last section.\n\n## 2. Next\n\nFirst. Second.")
     assert slide == "## 2. Next\n\nFirst." and notes == "End of the last section.\n\nSecond."
 
 
 def test_session_deck_from_tagged_cells(tmp_path):
-    from course_utils.site import decks
+    from tools.site import decks
 
     notebooks = {"01_deck": {"cells": deck_cells(), "metadata": {}},
                  "05_untagged": {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# 05"}]}}
@@ -326,16 +325,16 @@ def test_session_deck_from_tagged_cells(tmp_path):
     assert "optional" in figure_heading["source"] and "### 1. Scores" in figure_heading["source"]
     assert figure["metadata"]["transient"] == {"remove_source": True} and "NBVAL" not in figure["source"]
     code = deck["cells"][8]
-    assert len(code["source"].splitlines()) == decks.CODE_LINES + 1
-    assert len(code["outputs"][0]["text"].splitlines()) == decks.OUTPUT_LINES + 1
+    assert len(code["source"].splitlines()) == decks._CODE_LINES + 1
+    assert len(code["outputs"][0]["text"].splitlines()) == decks._OUTPUT_LINES + 1
     assert "x19 = 19" in deck["cells"][9]["source"]
 
 
 def test_session_deck_over_the_slide_limit_fails(monkeypatch):
-    from course_utils.site import decks
+    from tools.site import decks
 
-    monkeypatch.setattr(decks, "MAX_SLIDES", 3)
-    with pytest.raises(site.SiteError, match=r"session-1.slides.html would have 5 slides \(at most 3\)"):
+    monkeypatch.setattr(decks, "_MAX_SLIDES", 3)
+    with pytest.raises(offline.SiteError, match=r"session-1.slides.html would have 5 slides \(at most 3\)"):
         decks.session_notebook(1, {"01_deck": {"cells": deck_cells(), "metadata": {}}})
 
 
@@ -350,3 +349,39 @@ def test_build_writes_the_session_deck_with_notes_and_lists_it(tmp_path):
     assert "width: 1280" in deck and "height: 720" in deck and "RevealNotes" in deck
     assert deck.count('<aside class="notes">') == 3 and "Say this aloud." in deck
     assert 'href="session-1.slides.html"' in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------- tooling, not package
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_site_command_runs_from_the_repository_root(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    notebook = tiny_notebook(tmp_path / "01_tiny.ipynb", "# 01 · Tiny\n\nOne paragraph of what it teaches.")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-m", "tools.site", "--output", str(tmp_path / "out"), "--notebooks",
+                             str(notebook), "--no-solutions", "--no-slides"], cwd=REPO, env=environment,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "site written to" in result.stdout and (tmp_path / "out" / "01_tiny.html").is_file()
+
+
+def test_pip_installs_course_utils_only_and_nothing_in_it_imports_the_tools():
+    import ast
+    import tomllib
+
+    from setuptools import find_packages
+
+    setuptools_config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "package-data" not in setuptools_config  # no vendored JavaScript in a learner's install
+    packages = find_packages(str(REPO), **setuptools_config["packages"]["find"])
+    assert "course_utils" in packages and "course_utils.exercises" in packages and "course_utils.cli" in packages
+    assert all(package.split(".")[0] == "course_utils" for package in packages), packages
+    for path in (REPO / "course_utils").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            assert not any(name.split(".")[0] == "tools" for name in names), path

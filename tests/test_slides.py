@@ -1,4 +1,4 @@
-"""Slideshow metadata (course_utils.site.slides): the rules, idempotence, metadata-only changes, and the stored
+"""Slideshow metadata (tools.site.slides): the rules, idempotence, metadata-only changes, and the stored
 notebooks."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.site import slides
+from tools.site import slides
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -22,7 +22,7 @@ def code(source: str = "x = 1", tags: list[str] | None = None) -> dict:
             "source": source}
 
 
-LONG = "\n".join(f"line {i} of a long explanation" for i in range(slides.NOTES_LINES + 1))
+LONG = "\n".join(f"line {i} of a long explanation" for i in range(slides._NOTES_LINES + 1))
 
 CELLS = [  # (cell, expected slide type)
     (md("# 01 · Title\n\n" + LONG), "slide"),
@@ -76,10 +76,10 @@ def test_idempotent_and_manual_types_are_kept():
 
 
 def test_heading_level():
-    assert slides.heading_level("## 1. Data") == 2
-    assert slides.heading_level("text\n\n### step\n\n## section") == 2
-    assert slides.heading_level("```\n# comment\n```\nplain") is None
-    assert slides.heading_level("#hashtag, not a heading") is None
+    assert slides._heading_level("## 1. Data") == 2
+    assert slides._heading_level("text\n\n### step\n\n## section") == 2
+    assert slides._heading_level("```\n# comment\n```\nplain") is None
+    assert slides._heading_level("#hashtag, not a heading") is None
 
 
 def test_apply_to_a_copy_of_a_stored_notebook_changes_metadata_only(tmp_path, capsys):
@@ -94,7 +94,7 @@ def test_apply_to_a_copy_of_a_stored_notebook_changes_metadata_only(tmp_path, ca
     written = json.loads(path.read_text(encoding="utf-8"))
     assert path.read_text(encoding="utf-8") == slides.notebook_text(written)  # Jupyter's own layout
     for cell in written["cells"]:
-        assert cell["metadata"].pop("slideshow")["slide_type"] in slides.SLIDE_TYPES
+        assert cell["metadata"].pop("slideshow")["slide_type"] in slides._SLIDE_TYPES
     for cell in original["cells"]:
         cell["metadata"].pop("slideshow", None)
     assert written == original  # sources, outputs, execution counts and other metadata untouched
@@ -104,13 +104,13 @@ def test_stored_notebooks_carry_up_to_date_slide_metadata():
     paths = sorted(NOTEBOOKS.glob("*.ipynb"))
     if not any("slideshow" in cell.get("metadata", {}) for path in paths
                for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]):
-        pytest.skip("no notebook has slide metadata yet: run `python -m course_utils.site.slides notebooks/*.ipynb`")
-    stale = [path.name for path in paths if slides.apply_to_file(path, check=True)]
-    assert not stale, f"run `python -m course_utils.site.slides notebooks/*.ipynb`: stale slide metadata in {stale}"
+        pytest.skip("no notebook has slide metadata yet: run `python -m tools.site.slides notebooks/*.ipynb`")
+    stale = [path.name for path in paths if slides._apply_to_file(path, check=True)]
+    assert not stale, f"run `python -m tools.site.slides notebooks/*.ipynb`: stale slide metadata in {stale}"
 
 
 # ------------------------------------------------------------------------------------------- the lecture plan
-from course_utils.site import lecture_plan  # noqa: E402
+from tools.site import lecture_plan  # noqa: E402
 
 
 def tagged(cells: list[dict]) -> list[list[str]]:
@@ -119,8 +119,8 @@ def tagged(cells: list[dict]) -> list[list[str]]:
 
 @pytest.fixture
 def small_plan(monkeypatch):
-    monkeypatch.setitem(lecture_plan.PLAN, "01", [lecture_plan.PlanItem("## 1. A section"),
-                                                  lecture_plan.PlanItem("plot(x)", optional=True)])
+    monkeypatch.setitem(lecture_plan._PLAN, "01", [lecture_plan._PlanItem("## 1. A section"),
+                                                   lecture_plan._PlanItem("plot(x)", optional=True)])
 
 
 def plan_notebook() -> dict:
@@ -131,10 +131,10 @@ def plan_notebook() -> dict:
 def test_apply_plan_tags_planned_cells_only_keeps_other_tags_and_is_idempotent(small_plan):
     original = plan_notebook()
     before = json.dumps(original, sort_keys=True)
-    once = lecture_plan.apply_plan(original, "01_small.ipynb")
+    once = lecture_plan._apply_plan(original, "01_small.ipynb")
     assert json.dumps(original, sort_keys=True) == before  # the input is not modified
     assert tagged(once["cells"]) == [[], ["parameters"], ["lecture"], ["lecture", "optional"], [], []]
-    assert lecture_plan.apply_plan(once, "01_small.ipynb") == once
+    assert lecture_plan._apply_plan(once, "01_small.ipynb") == once
     expected = json.loads(before)
     for cell in once["cells"] + expected["cells"]:  # nothing but the plan's two tags differs
         tags = [tag for tag in cell["metadata"].pop("tags", []) if tag not in ("lecture", "optional")]
@@ -144,9 +144,9 @@ def test_apply_plan_tags_planned_cells_only_keeps_other_tags_and_is_idempotent(s
 
 def test_an_anchor_on_two_cells_picks_the_one_where_it_is_a_heading():
     cells = plan_notebook()["cells"]
-    assert lecture_plan.find_cell(cells, "1. A section") == 2
-    assert lecture_plan.find_cell(cells, "nowhere") is None
-    assert lecture_plan.find_cell([md("x y"), md("x y")], "x y") is None
+    assert lecture_plan._find_cell(cells, "1. A section") == 2
+    assert lecture_plan._find_cell(cells, "nowhere") is None
+    assert lecture_plan._find_cell([md("x y"), md("x y")], "x y") is None
 
 
 def test_missing_anchor_is_a_one_line_error_naming_notebook_and_anchor(small_plan, tmp_path, capsys):
@@ -154,8 +154,8 @@ def test_missing_anchor_is_a_one_line_error_naming_notebook_and_anchor(small_pla
     broken["cells"][3]["source"] = "other(x)"
     path = tmp_path / "01_small.ipynb"
     path.write_text(slides.notebook_text(broken), encoding="utf-8")
-    with pytest.raises(lecture_plan.PlanError, match=r"01_small.ipynb: anchor 'plot\(x\)' names no cell"):
-        lecture_plan.apply_plan(broken, path.name)
+    with pytest.raises(lecture_plan._PlanError, match=r"01_small.ipynb: anchor 'plot\(x\)' names no cell"):
+        lecture_plan._apply_plan(broken, path.name)
     before = path.read_text(encoding="utf-8")
     assert lecture_plan.main(["--apply", str(path)]) == 1
     error = capsys.readouterr().err
@@ -178,32 +178,44 @@ def test_apply_then_check_on_files(small_plan, tmp_path, capsys):
 
 
 def test_the_plan_covers_two_sessions_of_90_minutes():
-    assert set(lecture_plan.PLAN) == {nb for ids in lecture_plan.SESSIONS.values() for nb in ids}
+    assert set(lecture_plan._PLAN) == {nb for ids in lecture_plan.SESSIONS.values() for nb in ids}
     for ids in lecture_plan.SESSIONS.values():
         assert sum(lecture_plan.MINUTES[nb] for nb in ids) == 90
-    for items in lecture_plan.PLAN.values():
+    for items in lecture_plan._PLAN.values():
         assert len({item.anchor for item in items}) == len(items)
 
 
 def test_every_anchor_names_one_cell_of_the_stored_notebooks_and_each_deck_fits():
-    from course_utils.site.decks import MAX_SLIDES, session_notebook, slide_count
+    from tools.site.decks import _MAX_SLIDES, session_notebook, slide_count
 
     paths = [path for path in sorted(NOTEBOOKS.glob("*.ipynb")) if lecture_plan.notebook_id(path) in
-             lecture_plan.PLAN]
+             lecture_plan._PLAN]
     assert len(paths) >= 8
-    notebooks = {path.stem: lecture_plan.apply_plan(json.loads(path.read_text(encoding="utf-8")), path.name)
+    notebooks = {path.stem: lecture_plan._apply_plan(json.loads(path.read_text(encoding="utf-8")), path.name)
                  for path in paths}  # raises PlanError naming a stale anchor
     for session in lecture_plan.SESSIONS:
         deck = session_notebook(session, notebooks)
-        assert deck is not None and slide_count(deck) <= MAX_SLIDES
+        assert deck is not None and slide_count(deck) <= _MAX_SLIDES
 
 
 def test_stored_notebooks_carry_the_plans_tags():
     paths = [path for path in sorted(NOTEBOOKS.glob("*.ipynb")) if lecture_plan.notebook_id(path) in
-             lecture_plan.PLAN]
+             lecture_plan._PLAN]
     if not any(lecture_plan.LECTURE in cell.get("metadata", {}).get("tags", []) for path in paths
                for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]):
         pytest.skip("no notebook carries lecture tags yet: run "
-                    "`python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb`")
-    stale = [path.name for path in paths if lecture_plan.apply_to_file(path, check=True)]
-    assert not stale, f"run `python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb`: {stale}"
+                    "`python -m tools.site.lecture_plan --apply notebooks/*.ipynb`")
+    stale = [path.name for path in paths if lecture_plan._apply_to_file(path, check=True)]
+    assert not stale, f"run `python -m tools.site.lecture_plan --apply notebooks/*.ipynb`: {stale}"
+
+
+@pytest.mark.parametrize("module", ["tools.site.slides", "tools.site.lecture_plan"])
+def test_the_module_commands_run_from_the_repository_root_without_a_runpy_warning(module):
+    import subprocess
+    import sys
+
+    path = NOTEBOOKS / "03_attention_decoder.ipynb"
+    result = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", module, "--check", str(path)],
+                            cwd=NOTEBOOKS.parent, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""

@@ -38,9 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_translate_parser(commands)
     add_compare_parser(commands)
     add_pretrain_parser(commands)
-    from course_utils.site import add_site_parser  # `site`: course_utils/site/
-
-    add_site_parser(commands)
     return parser
 
 

@@ -7,7 +7,7 @@ has session decks).
     .venv/bin/python tests/browser/run_deck_check.py [--site DIR] [--keep]
 
 Without --site it copies notebooks/*.ipynb into a temp folder, writes the lecture plan's tags into the copies
-(`python -m course_utils.site.lecture_plan --apply`), builds the site from them, then, in headless Chromium
+(`python -m tools.site.lecture_plan --apply`), builds the site from them, then, in headless Chromium
 with the network cut off, opens each session-N.slides.html, visits every slide (reveal.js's own navigation),
 lets MathJax re-typeset it and measures the union of the boxes of everything on it (speaker notes left out),
 in the slide's own 1280x720 coordinates, and any element that scrolls or clips its content. Exit 1 naming every
@@ -105,7 +105,7 @@ def check_session_decks(browser: WebDriver, site: Path) -> str:
     decks = sorted(path.name for path in site.glob("session-*.slides.html"))
     if not decks:
         raise CheckFailed(f"no session-*.slides.html in {site}: no cell is tagged `lecture` (run `python -m "
-                          "course_utils.site.lecture_plan --apply notebooks/*.ipynb`)")
+                          "tools.site.lecture_plan --apply notebooks/*.ipynb`)")
     counts, problems = {}, []
     for name in decks:
         counts[name], found = check_deck(browser, site, name)
@@ -122,8 +122,8 @@ def build_tagged(folder: Path) -> Path:
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
         shutil.copy(path, copies / path.name)
     notebooks = sorted(str(path) for path in copies.glob("*.ipynb"))
-    for command in (["-m", "course_utils.site.lecture_plan", "--apply", *notebooks],
-                    ["-m", "course_utils.site", "--output", str(folder / "site"), "--notebooks", *notebooks]):
+    for command in (["-m", "tools.site.lecture_plan", "--apply", *notebooks],
+                    ["-m", "tools.site", "--output", str(folder / "site"), "--notebooks", *notebooks]):
         result = subprocess.run([sys.executable, *command], cwd=REPO, capture_output=True, text=True)
         if result.returncode != 0:
             raise CheckFailed(f"`python {' '.join(command[:3])} ...` failed:\n{result.stdout}{result.stderr}")

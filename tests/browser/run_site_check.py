@@ -1,4 +1,4 @@
-"""Browser check of the static site (`python -m course_utils site`): built, then read in headless Chromium offline.
+"""Browser check of the static site (`python -m tools.site`): built, then read in headless Chromium offline.
 
 Not collected by pytest (the name does not start with test_): it needs a browser. About a minute on the 2-core
 machine, most of it building the site (every notebook; `--site DIR` checks an existing build instead).
@@ -12,7 +12,7 @@ Run from the repository root:
     .venv/bin/python tests/browser/run_site_check.py [--site DIR] [--page 06_heatmaps] [--screenshot PNG] [--keep]
 
 What it does (exit 0, or 1 with the reason):
-  1. builds the site into a temp folder with `python -m course_utils site --output DIR` (the build itself fails if a
+  1. builds the site into a temp folder with `python -m tools.site --output DIR` (the build itself fails if a
      page would load anything from the network);
   2. starts chromedriver + headless Chromium with the network cut off: every host name resolves to nothing
      (`--host-resolver-rules=MAP * ~NOTFOUND`) and every connection goes to a closed proxy port; pages are opened
@@ -166,10 +166,10 @@ def check_solutions(browser: WebDriver, site: Path) -> int:
 
 def build(site: Path) -> float:
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "course_utils.site", "--output", str(site)], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "tools.site", "--output", str(site)], cwd=REPO,
                             capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     if result.returncode != 0:
-        raise CheckFailed(f"`python -m course_utils.site --output {site}` failed:\n{result.stdout}{result.stderr}")
+        raise CheckFailed(f"`python -m tools.site --output {site}` failed:\n{result.stdout}{result.stderr}")
     return time.monotonic() - start
 
 

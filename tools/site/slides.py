@@ -1,37 +1,30 @@
 """Slideshow metadata for the notebooks: every notebook presentable as slides (RISE live, reveal.js exported).
 
-    python -m course_utils.site.slides notebooks/*.ipynb          # write the metadata into the notebooks
-    python -m course_utils.site.slides --check notebooks/*.ipynb  # exit 1 if a notebook's metadata is missing or stale
+    python -m tools.site.slides notebooks/*.ipynb          # write the metadata into the notebooks
+    python -m tools.site.slides --check notebooks/*.ipynb  # exit 1 if a notebook's metadata is missing or stale
 
 `add_slide_metadata(notebook)` sets `cell.metadata.slideshow.slide_type` on every cell from the cell's kind, its
-first line and its neighbour, and touches nothing else (sources, outputs, execution counts, other metadata and the
-notebook's own metadata stay as they are), so running it cannot change what nbval checks. It is idempotent: the
-type depends only on the cells' contents, never on a type set before.
+first line and its neighbour, and touches nothing else, so running it cannot change what nbval checks. It is
+idempotent: the type depends only on the cells' contents, never on a type set before. A cell keeps a type set by
+hand with `"slideshow": {"slide_type": ..., "manual": true}`.
 
-The rules (the deck that comes out: one horizontal slide per section, its steps below it as sub-slides):
+The rules (one horizontal slide per section, its steps below it as sub-slides):
 
-| cell                                                                | slide_type |
+| cell                                                                | slide type |
 |---------------------------------------------------------------------|------------|
 | the first cell (the notebook's title, `# 01 · ...`)                 | slide      |
-| markdown with a `# ` or `## ` heading line (a section; also a cell   | slide      |
+| markdown with a `# ` or `## ` heading line (a section; also a cell  | slide      |
 |   that ends one section with a paragraph and then starts the next)  |            |
 | markdown with a `### ` heading line (a step inside a section)       | subslide   |
-| other markdown longer than NOTES_LINES lines (long prose)           | notes      |
+| other markdown longer than _NOTES_LINES lines (long prose)          | notes      |
 | code before the first section (set-up: Colab, FAST switch, imports) | skip       |
 | code tagged `parameters` (papermill's FAST switch)                  | skip       |
 | code right after shown markdown (the step the text announces)       | fragment   |
 | short markdown right after shown markdown                           | fragment   |
 | anything else (after code or notes: a new step)                     | subslide   |
 
-Presenting: live in JupyterLab with jupyterlab-rise (requirements.txt; checked with JupyterLab 4.6.6): open the
-notebook, then the toolbar's "Render as slideshow" button, Alt+R, or the command palette's "RISE: Slideshow"
-(cells stay runnable); `python -m course_utils site` exports every notebook as reveal.js slides that need no
-kernel (`NN_name.slides.html`). Notes are shown in reveal.js's speaker view (key `s`), not to the audience. A cell
-can opt out of the rules with `"slideshow": {"slide_type": ..., "manual": true}` in its metadata: that type is
-kept as it is. Not about exporting the slides: course_utils.site.export reads these types when it builds
-them.
-
-Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
+The same types serve RISE in JupyterLab (jupyterlab-rise, requirements.txt: "Render as slideshow", Alt+R) and the
+site's exported reveal.js decks; notes show in the speaker view (key `s`). Not about exporting the slides (export).
 """
 from __future__ import annotations
 
@@ -43,11 +36,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NOTES_LINES", "SLIDE_TYPES", "add_slide_metadata", "apply_to_file", "heading_level", "main",
-           "notebook_text", "slide_type"]
+__all__ = ["add_slide_metadata", "main", "notebook_text"]
 
-NOTES_LINES = 12  # markdown cells longer than this (and not a heading) become speaker notes
-SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
+_NOTES_LINES = 12  # markdown cells longer than this (and not a heading) become speaker notes
+_SLIDE_TYPES = ("slide", "subslide", "fragment", "skip", "notes", "-")
 
 
 def _source(cell: dict[str, Any]) -> str:
@@ -59,31 +51,27 @@ def _line_count(text: str) -> int:
     return len(text.strip("\n").splitlines())
 
 
-def heading_level(text: str) -> int | None:
+def _heading_level(text: str) -> int | None:
     """The level of the highest heading (`# ` 1, `## ` 2, `### ` 3) on any line of a markdown text outside
-    fenced code; None without one. A cell that ends a section and starts the next one counts as the next one.
-
-    Used by the package, not a notebook."""
+    fenced code; None without one. A cell that ends a section and starts the next one counts as the next one."""
     text = re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.DOTALL | re.MULTILINE)
     levels = [len(match.group(1)) for match in re.finditer(r"^(#{1,3}) ", text, flags=re.MULTILINE)]
     return min(levels) if levels else None
 
 
-def slide_type(cell: dict[str, Any], index: int, after_text: bool, in_section: bool = True) -> str:
+def _slide_type(cell: dict[str, Any], index: int, after_text: bool, in_section: bool = True) -> str:
     """The slide type of `cell` at `index` under the rules above. `after_text`: the cell before is markdown shown
-    on the slide (not notes); `in_section`: a `## ` heading came before (code before the first one is set-up).
-
-    Used by the package, not a notebook."""
+    on the slide (not notes); `in_section`: a `## ` heading came before (code before the first one is set-up)."""
     text = _source(cell).lstrip()
     if index == 0:
         return "slide"
     if cell.get("cell_type") == "markdown":
-        level = heading_level(text)
+        level = _heading_level(text)
         if level in (1, 2):
             return "slide"
         if level == 3:
             return "subslide"
-        if _line_count(text) > NOTES_LINES:
+        if _line_count(text) > _NOTES_LINES:
             return "notes"
     elif cell.get("cell_type") == "code":
         if not in_section or "parameters" in cell.get("metadata", {}).get("tags", []):
@@ -93,18 +81,16 @@ def slide_type(cell: dict[str, Any], index: int, after_text: bool, in_section: b
 
 def add_slide_metadata(notebook: dict[str, Any]) -> dict[str, Any]:
     """A copy of `notebook` (nbformat 4 JSON as a dict, or a NotebookNode) with `metadata.slideshow.slide_type`
-    set on every cell; nothing else differs. Idempotent.
-
-    Used by the package, not a notebook."""
+    set on every cell; nothing else differs. Idempotent."""
     result = copy.deepcopy(notebook)
     after_text, in_section = False, False
     for index, cell in enumerate(result.get("cells", [])):
-        in_section = in_section or (cell.get("cell_type") == "markdown" and heading_level(_source(cell)) in (1, 2)
+        in_section = in_section or (cell.get("cell_type") == "markdown" and _heading_level(_source(cell)) in (1, 2)
                                     and index > 0)
         metadata = cell.setdefault("metadata", {})
         existing = metadata.get("slideshow") or {}
-        if not (existing.get("manual") and existing.get("slide_type") in SLIDE_TYPES):
-            metadata["slideshow"] = {**existing, "slide_type": slide_type(cell, index, after_text, in_section)}
+        if not (existing.get("manual") and existing.get("slide_type") in _SLIDE_TYPES):
+            metadata["slideshow"] = {**existing, "slide_type": _slide_type(cell, index, after_text, in_section)}
         if cell.get("cell_type") != "raw":
             after_text = cell.get("cell_type") == "markdown" and metadata["slideshow"]["slide_type"] != "notes"
     return result
@@ -112,17 +98,13 @@ def add_slide_metadata(notebook: dict[str, Any]) -> dict[str, Any]:
 
 def notebook_text(notebook: dict[str, Any]) -> str:
     """The notebook as Jupyter writes it (one-space indent, sorted keys, UTF-8 as is, final newline), so a file
-    rewritten with new metadata differs from the old one only in the metadata lines.
-
-    Used by the package, not a notebook."""
+    rewritten with new metadata differs from the old one only in the metadata lines."""
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def apply_to_file(path: Path, check: bool = False) -> bool:
+def _apply_to_file(path: Path, check: bool = False) -> bool:
     """Add the metadata to the notebook at `path` (or with `check`, only compare); True if it was (or would be)
-    changed.
-
-    Used by the package, not a notebook."""
+    changed."""
     text = path.read_text(encoding="utf-8")
     notebook = json.loads(text)
     new_text = notebook_text(add_slide_metadata(notebook))
@@ -136,15 +118,13 @@ def apply_to_file(path: Path, check: bool = False) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m course_utils.site.slides NB ... [--check]`: write (or check) the slide metadata of notebooks.
-
-    Used by the package, not a notebook."""
-    parser = argparse.ArgumentParser(prog="python -m course_utils.site.slides",
+    """`python -m tools.site.slides NB ... [--check]`: write (or check) the slide metadata of notebooks."""
+    parser = argparse.ArgumentParser(prog="python -m tools.site.slides",
                                      description="Add (or check) the slideshow metadata of notebooks.")
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if any notebook would change")
     args = parser.parse_args(argv)
-    changed = [path for path in args.notebooks if apply_to_file(path, check=args.check)]
+    changed = [path for path in args.notebooks if _apply_to_file(path, check=args.check)]
     for path in changed:
         print(f"{'stale slide metadata' if args.check else 'slide metadata written'}: {path}")
     if not changed:

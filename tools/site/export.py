@@ -1,12 +1,9 @@
-"""Exporting one notebook as the site's page and reveal.js slides (nbconvert, with the course's own templates).
+"""One notebook exported as the site's page and reveal.js slides (nbconvert, with the course's templates).
 
-`prepare` readies a copy of a notebook (slide types from course_utils.site.slides, widget outputs replaced by a note:
-a static page has no kernel); `export_notebook` writes its `NN_name.html` and `NN_name.slides.html` with
-nbconvert's HTMLExporter (JupyterLab look) and SlidesExporter, both pointed at the local MathJax and reveal.js
-copied into `_static/`. course_utils.site.build_site runs it for every notebook, two processes at a time. Not
-about the index or solutions pages (course_utils.site.pages) nor the offline check (course_utils.site.offline).
-
-Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
+`export_notebook` writes `NN_name.html` (HTMLExporter, JupyterLab look) and `NN_name.slides.html` (SlidesExporter)
+from the learner's view of the notebook, with slide types set and each widget output replaced by a note (a static
+page has no kernel); `export_session_deck` writes an assembled session deck. Both point at the MathJax and
+reveal.js copied into `_static/`. Not about the index or solutions pages (pages) nor the offline check (offline).
 """
 from __future__ import annotations
 
@@ -14,39 +11,34 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from course_utils.site.offline import STATIC
-from course_utils.site.pages import NotebookEntry, describe, mathjax_head
+from tools.site.offline import STATIC
+from tools.site.pages import NotebookEntry, describe, mathjax_head
 
-__all__ = ["LAB_TEMPLATE", "LEARNER_CSS", "NAV_CSS", "REVEAL_TEMPLATE", "WIDGET_MIME", "WIDGET_NOTE", "export_notebook",
-           "export_session_deck", "prepare"]
+__all__ = ["export_notebook", "export_session_deck"]
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here: it needs a running kernel. Open '
-               'the notebook in JupyterLab to use it; the static pictures on this page show what it draws.</em></p>')
+_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+_WIDGET_NOTE = ('<p class="course-widget-note"><em>An interactive widget was here: it needs a running kernel. Open '
+                'the notebook in JupyterLab to use it; the static pictures on this page show what it draws.</em></p>')
 
 
-def prepare(notebook: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the notebook ready to export: the learner's view (course_utils.site.learner: no NBVAL markers,
-    the Colab cell folded, test paths as footnotes, answers folded under the questions), slide types set
-    (course_utils.site.slides), widget state dropped and each widget output replaced by a note (a static page has
-    no kernel; 06's static fallback is a stored PNG).
-
-    Used by the package, not a notebook."""
-    from course_utils.site.learner import learner_view
-    from course_utils.site.slides import add_slide_metadata
+def _prepare(notebook: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the notebook ready to export: the learner's view with slide types set, widget state dropped and
+    each widget output replaced by a note; the input is untouched."""
+    from tools.site.learner import learner_view
+    from tools.site.slides import add_slide_metadata
 
     notebook = add_slide_metadata(learner_view(notebook))
     notebook.get("metadata", {}).pop("widgets", None)
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            if WIDGET_MIME in data:
-                output["data"] = {"text/html": WIDGET_NOTE}
+            if _WIDGET_MIME in data:
+                output["data"] = {"text/html": _WIDGET_NOTE}
     return notebook
 
 
 # ------------------------------------------------------------------------------------------- templates
-NAV_CSS = """
+_NAV_CSS = """
 <style type="text/css">
 nav.course-nav { font-family: var(--jp-ui-font-family, sans-serif); font-size: 14px; padding: 8px 16px;
   border-bottom: 1px solid #ddd; background: #f7f7f7; }
@@ -54,7 +46,7 @@ nav.course-nav a { margin-right: 1.2em; }
 .course-widget-note { color: #555; }
 </style>
 """
-LEARNER_CSS = """
+_LEARNER_CSS = """
 <style type="text/css">
 details.course-colab, details.course-answer { margin: 0.4em 0; padding: 0.3em 0.8em; border: 1px solid #ddd;
   border-radius: 4px; background: #fafafa; }
@@ -64,11 +56,11 @@ sup.course-test-ref a { text-decoration: none; }
 </style>
 """
 
-LAB_TEMPLATE = """{%- extends 'index.html.j2' -%}
+_LAB_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block html_head_js_mathjax -%}{{ resources.course.mathjax_head }}{%- endblock html_head_js_mathjax -%}
-{%- block extra_css -%}""" + NAV_CSS + LEARNER_CSS + """{%- endblock extra_css -%}
+{%- block extra_css -%}""" + _NAV_CSS + _LEARNER_CSS + """{%- endblock extra_css -%}
 {%- block body_header -%}
 {{ super() }}
 <nav class="course-nav"><a href="index.html">&larr; all notebooks</a>
@@ -76,10 +68,10 @@ LAB_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- endblock body_header -%}
 """
 
-REVEAL_TEMPLATE = """{%- extends 'index.html.j2' -%}
+_REVEAL_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}{{ resources.course.mathjax_head }}{%- endblock html_head_js_mathjax -%}
-{%- block html_head_css -%}""" + LEARNER_CSS + """{{ resources.course.deck_css | default('', true) }}
+{%- block html_head_css -%}""" + _LEARNER_CSS + """{{ resources.course.deck_css | default('', true) }}
 {%- endblock html_head_css -%}
 {%- block footer_js -%}
 <script src="{{ resources.course.reveal }}/dist/reveal.js"></script>
@@ -121,7 +113,7 @@ def _exporters():
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter, SlidesExporter
 
-    loader = DictLoader({"course_lab.html.j2": LAB_TEMPLATE, "course_reveal.html.j2": REVEAL_TEMPLATE})
+    loader = DictLoader({"course_lab.html.j2": _LAB_TEMPLATE, "course_reveal.html.j2": _REVEAL_TEMPLATE})
     # The notebooks are the course's own: nbconvert's bleach pass over every cell (`clean_html`, a third of the
     # build time) is skipped; check_offline still rejects any remote resource an output would load.
     trusted = {"clean_html": _trusted_html}
@@ -141,9 +133,7 @@ _EXPORTERS: list = []  # per process: the exporters, made on first use
 
 
 def export_notebook(path: Path, output: Path, slides: bool, solutions: bool) -> tuple[NotebookEntry, list[Path]]:
-    """Write one notebook's page (and slides) into `output`; returns its index entry and the files written.
-
-    Used by the package, not a notebook."""
+    """Write one notebook's page (and slides) into `output`; returns its index entry and the files written."""
     import nbformat
 
     if not _EXPORTERS:
@@ -151,7 +141,7 @@ def export_notebook(path: Path, output: Path, slides: bool, solutions: bool) -> 
     page_exporter, slides_exporter, _ = _EXPORTERS
     notebook = nbformat.read(path, as_version=4)
     entry = describe(notebook, path.stem)
-    notebook = nbformat.from_dict(prepare(notebook))
+    notebook = nbformat.from_dict(_prepare(notebook))
     resources = {"metadata": {"name": entry.title, "path": str(path.parent)},
                  "course": {"mathjax_head": mathjax_head(""), "slides": entry.slides, "reveal": f"{STATIC}/reveal.js",
                             "solutions_link": ' <a href="solutions.html">solutions</a>' if solutions else ""}}
@@ -164,13 +154,11 @@ def export_notebook(path: Path, output: Path, slides: bool, solutions: bool) -> 
 
 
 def export_session_deck(deck: dict[str, Any], output: Path, name: str, title: str) -> Path:
-    """Write an assembled session deck (course_utils.site.decks.session_notebook) as `output/name`, a 1280x720
-    reveal.js deck with no prompts; returns the path written.
-
-    Used by the package, not a notebook."""
+    """Write an assembled session deck (tools.site.decks.session_notebook) as `output/name`, a 1280x720
+    reveal.js deck with no prompts; returns the path written."""
     import nbformat
 
-    from course_utils.site.decks import DECK_CSS
+    from tools.site.decks import DECK_CSS
 
     if not _EXPORTERS:
         _EXPORTERS.extend(_exporters())

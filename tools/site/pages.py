@@ -1,12 +1,9 @@
-"""The site's hand-made pages: the index (each notebook's title and summary) and the lecturers' solutions page.
+"""The site's hand-made pages: the index and the lecturers' solutions page.
 
-`describe(notebook, stem)` reads a notebook's title and summary for the index (`NotebookEntry`); `index_page` and
-`solutions_page` write the two pages' HTML, the latter with the answers to each notebook's questions
-(`questions_section`); `mathjax_head` is the local-MathJax <head> part that these pages and the exported notebooks
-(course_utils.site.export) share. course_utils.site.build_site writes them into the site. Not about the notebooks'
-own pages and slides (course_utils.site.export) nor the offline check (course_utils.site.offline).
-
-Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
+`describe` reads a notebook's title and summary for the index (`NotebookEntry`); `index_page` and `solutions_page`
+write the two pages' HTML; `questions_section` and `questions_with_answers` write a notebook's questions with their
+answers (listed on the solutions page, folded on the learner's page); `mathjax_head` is the local-MathJax <head>
+part that these pages and the exported notebooks share. Not about the notebooks' own pages (export).
 """
 from __future__ import annotations
 
@@ -16,21 +13,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from course_utils.site.offline import STATIC
+from tools.site.offline import STATIC
 
-__all__ = ["MATHJAX_CONFIG", "PAGE_CSS", "SUMMARY_LINES", "NotebookEntry", "describe", "index_page", "inline_markdown",
-           "mathjax_head", "questions_section", "questions_with_answers", "solutions_page"]
+__all__ = ["NotebookEntry", "describe", "index_page", "inline_markdown", "mathjax_head", "questions_section",
+           "questions_with_answers", "solutions_page"]
 
-MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration jupyter-server-mathjax ships
-SUMMARY_LINES = ("**Builds on", "**Prerequisites", "**Prerequisite", "**Time", "**Reading time", "**Run time")
+_MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"  # the combined configuration jupyter-server-mathjax ships
+_SUMMARY_LINES = ("**Builds on", "**Prerequisites", "**Prerequisite", "**Time", "**Reading time", "**Run time")
 
 
 # ------------------------------------------------------------------------------------------- notebook summaries
 @dataclass(frozen=True)
 class NotebookEntry:
-    """One notebook of the site: its file stem, title and the summary shown on the index.
-
-    Used by the package, not a notebook."""
+    """One notebook of the site: its file stem, title and the summary shown on the index."""
 
     stem: str
     title: str
@@ -52,24 +47,20 @@ def _source(cell: dict[str, Any]) -> str:
 
 def describe(notebook: dict[str, Any], stem: str) -> NotebookEntry:
     """Title (the first `# ` heading) and summary (the first paragraph after it, then the first cell's
-    "Builds on"/"Prerequisites"/"Time" paragraphs) of a notebook.
-
-    Used by the package, not a notebook."""
+    "Builds on"/"Prerequisites"/"Time" paragraphs) of a notebook."""
     first = next((_source(cell) for cell in notebook.get("cells", []) if cell.get("cell_type") == "markdown"), "")
     paragraphs = [part.strip() for part in re.split(r"\n\s*\n", first) if part.strip()]
     title = stem
     if paragraphs and paragraphs[0].startswith("# "):
         title = paragraphs.pop(0)[2:].strip()
     body = [part for part in paragraphs if not part.startswith("#")]
-    summary = body[:1] + [part for part in body[1:] if part.startswith(SUMMARY_LINES)]
+    summary = body[:1] + [part for part in body[1:] if part.startswith(_SUMMARY_LINES)]
     return NotebookEntry(stem, title, "\n\n".join(summary))
 
 
 # ------------------------------------------------------------------------------------------- pages
 def mathjax_head(prefix: str) -> str:
-    """Local MathJax 2 with the configuration of nbconvert's template, STIX-Web fonts (those shipped).
-
-    Used by the package, not a notebook."""
+    """Local MathJax 2 with the configuration of nbconvert's template, STIX-Web fonts (those shipped)."""
     return f"""
 <script type="text/x-mathjax-config">
 MathJax.Hub.Config({{
@@ -82,11 +73,11 @@ MathJax.Hub.Config({{
   MathMenu: {{showLocale: false}}
 }});
 </script>
-<script src="{prefix}{STATIC}/mathjax/MathJax.js?config={MATHJAX_CONFIG}"></script>
+<script src="{prefix}{STATIC}/mathjax/MathJax.js?config={_MATHJAX_CONFIG}"></script>
 """
 
 
-PAGE_CSS = """
+_PAGE_CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max-width: 56em; margin: 2em auto;
   padding: 0 1em; line-height: 1.5; color: #222; }
 h1 { font-size: 1.9em; margin-bottom: 0.2em; } h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
@@ -106,15 +97,13 @@ pre.doc { white-space: pre-wrap; background: #fafafa; border: 1px solid #eee; pa
 def _page(title: str, body: str, mathjax: bool = False, head: str = "") -> str:
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8" />\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1.0">\n<title>{html.escape(title)}'
-            f'</title>\n<style type="text/css">{PAGE_CSS}</style>\n{head}'
+            f'</title>\n<style type="text/css">{_PAGE_CSS}</style>\n{head}'
             f'{mathjax_head("") if mathjax else ""}</head>\n<body>\n{body}\n</body>\n</html>\n')
 
 
 def index_page(entries: list[NotebookEntry], solutions: bool, decks: list[tuple[str, str, int]] = ()) -> str:
     """The index: every notebook with what it teaches and links to its page and its slides, then the session
-    decks `decks` ((file name, title, slide count) each; course_utils.site.build_session_decks).
-
-    Used by the package, not a notebook."""
+    decks `decks` ((file name, title, slide count) each)."""
     from nbconvert.filters import markdown2html
 
     items = []
@@ -141,16 +130,12 @@ def index_page(entries: list[NotebookEntry], solutions: bool, decks: list[tuple[
 
 
 def inline_markdown(text: str) -> str:
-    """HTML for one paragraph of the course's plain prose: everything escaped, `code` spans as <code>.
-
-    Used by the package, not a notebook."""
+    """HTML for one paragraph of the course's plain prose: everything escaped, `code` spans as <code>."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def questions_section(notebook: str) -> str:
-    """The "Questions" part of a notebook on the solutions page: each question's kind, prompt and answer.
-
-    Used by the package, not a notebook."""
+    """The "Questions" part of a notebook on the solutions page: each question's kind, prompt and answer."""
     from course_utils.exercises.questions import KIND_LABELS, QUESTIONS
 
     items = [f'<li class="question {question.kind}"><p><em>({KIND_LABELS[question.kind]})</em> '
@@ -166,10 +151,8 @@ def questions_section(notebook: str) -> str:
 
 
 def questions_with_answers(notebook: str) -> str:
-    """For the learner's page (course_utils.site.learner): a notebook's questions, each with its answer folded
-    under it in a closed <details> "Answer"; "" for a notebook without questions.
-
-    Used by the package, not a notebook."""
+    """For the learner's page (tools.site.learner): a notebook's questions, each with its answer folded
+    under it in a closed <details> "Answer"; "" for a notebook without questions."""
     from course_utils.exercises.questions import KIND_LABELS, QUESTIONS
 
     items = [f'<li class="question {question.kind}"><p><em>({KIND_LABELS[question.kind]})</em> '
@@ -185,9 +168,7 @@ def questions_with_answers(notebook: str) -> str:
 
 def solutions_page() -> str:
     """For lecturers: per notebook, each checker's name and docstring and its reference solution's source, then
-    the answers to the notebook's questions (course_utils.exercises.questions).
-
-    Used by the package, not a notebook."""
+    the answers to the notebook's questions (course_utils.exercises.questions)."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer

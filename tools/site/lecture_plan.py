@@ -1,20 +1,17 @@
 """The lecture plan as data: which cells of each notebook make the condensed session decks, as cell tags.
 
-    python -m course_utils.site.lecture_plan --apply notebooks/*.ipynb   # write the plan's tags into the cells
-    python -m course_utils.site.lecture_plan --check notebooks/*.ipynb   # exit 1 if a notebook's tags differ
+    python -m tools.site.lecture_plan --apply notebooks/*.ipynb   # write the plan's tags into the cells
+    python -m tools.site.lecture_plan --check notebooks/*.ipynb   # exit 1 if a notebook's tags differ
 
-`PLAN` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb) to its `PlanItem`s, in notebook
+`_PLAN` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb) to its planned cells, in notebook
 order: a unique text `anchor` (a substring of one cell's source, usually a heading) and whether the cell is
 `optional` (skipped in the one-session cut). Every planned cell gets the tag `lecture` (it makes a slide of its
-session's deck, course_utils.site.decks) and an optional one also `optional`. `SESSIONS` says which notebooks
-each 90-minute session covers; notebooks/LECTURE_PLAN.md is the same plan in prose, with minutes.
+session's deck) and an optional one also `optional`. `SESSIONS` says which notebooks each 90-minute session
+covers; notebooks/LECTURE_PLAN.md is the same plan in prose, with minutes.
 
-An anchor is unique if exactly one cell contains it, or, failing that, exactly one cell has it on a heading line
-(`#`, `##`, `###`). `apply_plan` is idempotent: it sets the two tags on the planned cells, removes them from every
-other cell and touches nothing else (other tags, sources, outputs). A notebook the plan does not know (or one of
-the plan's that is absent, such as 00 before it is written) is left alone.
-
-Introduced in: the lecture kit (round 3); not used by the notebooks themselves.
+An anchor is unique if exactly one cell contains it, or, failing that, exactly one cell has it on a heading line.
+Applying the plan is idempotent: it sets the two tags on the planned cells, removes them from every other cell and
+touches nothing else. A notebook the plan does not know is left alone.
 """
 from __future__ import annotations
 
@@ -26,10 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from course_utils.site.slides import notebook_text
+from tools.site.slides import notebook_text
 
-__all__ = ["LECTURE", "MINUTES", "OPTIONAL", "PLAN", "SESSIONS", "SESSION_TITLES", "PlanError", "PlanItem",
-           "apply_plan", "apply_to_file", "find_cell", "main", "notebook_id", "session_of"]
+__all__ = ["LECTURE", "MINUTES", "OPTIONAL", "SESSIONS", "SESSION_TITLES", "main", "notebook_id"]
 
 LECTURE = "lecture"    # the cell makes a slide of its session's condensed deck
 OPTIONAL = "optional"  # ... that the one-session cut skips
@@ -40,23 +36,22 @@ MINUTES = {"00": 10, "01": 15, "02": 20, "03": 25, "04": 20,   # session 1: 90 m
            "05": 25, "06": 25, "07": 20, "08": 20}             # session 2: 90 minutes
 
 
-class PlanItem(NamedTuple):
-    """One planned cell: a substring of its source that names it, and whether the one-session cut skips it.
-    Used by the package, not a notebook."""
+class _PlanItem(NamedTuple):
+    """One planned cell: a substring of its source that names it, and whether the one-session cut skips it."""
 
     anchor: str
     optional: bool = False
 
 
-def _lecture(*anchors: str) -> list[PlanItem]:
-    return [PlanItem(anchor) for anchor in anchors]
+def _lecture(*anchors: str) -> list[_PlanItem]:
+    return [_PlanItem(anchor) for anchor in anchors]
 
 
-def _optional(anchor: str) -> PlanItem:
-    return PlanItem(anchor, optional=True)
+def _optional(anchor: str) -> _PlanItem:
+    return _PlanItem(anchor, optional=True)
 
 
-PLAN: dict[str, list[PlanItem]] = {
+_PLAN: dict[str, list[_PlanItem]] = {
     # ---------------------------------------------------------------- session 1: the model, untrained (90 min)
     "00": _lecture("Why attention", "Queries, keys and values", "The map of the course"),
     "01": [*_lecture("### The anchored regex", "The leak-free split",
@@ -93,25 +88,14 @@ PLAN: dict[str, list[PlanItem]] = {
 }
 
 
-class PlanError(ValueError):
-    """An anchor of the plan names no cell, or more than one, of its notebook.
-
-    Used by the package, not a notebook."""
+class _PlanError(ValueError):
+    """An anchor of the plan names no cell, or more than one, of its notebook."""
 
 
 def notebook_id(path: Path | str) -> str:
-    """"03" for notebooks/03_attention_decoder.ipynb (the NN of NN_name); "" for a name without one.
-
-    Used by the package, not a notebook."""
+    """"03" for notebooks/03_attention_decoder.ipynb (the NN of NN_name); "" for a name without one."""
     match = re.match(r"(\d\d)_", Path(path).name)
     return match.group(1) if match else ""
-
-
-def session_of(notebook: str) -> int | None:
-    """The session (1 or 2) that covers notebook id `notebook`, None for one outside the plan.
-
-    Used by the package, not a notebook."""
-    return next((number for number, ids in SESSIONS.items() if notebook in ids), None)
 
 
 def _source(cell: dict[str, Any]) -> str:
@@ -119,10 +103,8 @@ def _source(cell: dict[str, Any]) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def find_cell(cells: list[dict[str, Any]], anchor: str) -> int | None:
-    """The index of the one cell that `anchor` names (see the module's docstring); None if none or several.
-
-    Used by the package, not a notebook."""
+def _find_cell(cells: list[dict[str, Any]], anchor: str) -> int | None:
+    """The index of the one cell that `anchor` names (see the module's docstring); None if none or several."""
     hits = [index for index, cell in enumerate(cells) if anchor in _source(cell)]
     if len(hits) == 1:
         return hits[0]
@@ -132,23 +114,21 @@ def find_cell(cells: list[dict[str, Any]], anchor: str) -> int | None:
     return headed[0] if len(headed) == 1 else None
 
 
-def apply_plan(notebook: dict[str, Any], notebook_name: str) -> dict[str, Any]:
+def _apply_plan(notebook: dict[str, Any], notebook_name: str) -> dict[str, Any]:
     """A copy of `notebook` with the plan's tags for notebook `notebook_name` (a file name such as
     "03_attention_decoder.ipynb" or an id "03"): `lecture` (and `optional`) on the planned cells, neither on
-    any other; nothing else differs. Raises PlanError naming the notebook and the anchor that names no cell.
-
-    Used by the package, not a notebook."""
+    any other; nothing else differs. Raises _PlanError naming the notebook and the anchor that names no cell."""
     key = notebook_name if re.fullmatch(r"\d\d", notebook_name) else notebook_id(notebook_name)
     result = copy.deepcopy(notebook)
     cells = result.get("cells", [])
     wanted: dict[int, list[str]] = {}
-    for item in PLAN.get(key, []):
-        index = find_cell(cells, item.anchor)
+    for item in _PLAN.get(key, []):
+        index = _find_cell(cells, item.anchor)
         if index is None:
             count = sum(item.anchor in _source(cell) for cell in cells)
             problem = "names no cell" if count == 0 else f"names {count} cells"
-            raise PlanError(f"{notebook_name}: anchor {item.anchor!r} {problem}; edit PLAN in "
-                            f"course_utils/site/lecture_plan.py to match the notebook's text")
+            raise _PlanError(f"{notebook_name}: anchor {item.anchor!r} {problem}; edit _PLAN in "
+                             f"tools/site/lecture_plan.py to match the notebook's text")
         wanted[index] = [LECTURE, OPTIONAL] if item.optional else [LECTURE]
     for index, cell in enumerate(cells):
         metadata = cell.setdefault("metadata", {})
@@ -169,20 +149,16 @@ def _store(path: Path, notebook: dict[str, Any], tagged: dict[str, Any], check: 
     return changed
 
 
-def apply_to_file(path: Path, check: bool = False) -> bool:
+def _apply_to_file(path: Path, check: bool = False) -> bool:
     """Write the plan's tags into the notebook at `path` (with `check`, only compare); True if it was (or would
-    be) changed. Raises PlanError for an anchor that names no cell.
-
-    Used by the package, not a notebook."""
+    be) changed. Raises _PlanError for an anchor that names no cell."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
-    return _store(path, notebook, apply_plan(notebook, path.name), check)
+    return _store(path, notebook, _apply_plan(notebook, path.name), check)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m course_utils.site.lecture_plan (--apply | --check) NB ...`.
-
-    Used by the package, not a notebook."""
-    parser = argparse.ArgumentParser(prog="python -m course_utils.site.lecture_plan",
+    """`python -m tools.site.lecture_plan (--apply | --check) NB ...`."""
+    parser = argparse.ArgumentParser(prog="python -m tools.site.lecture_plan",
                                      description="Write (or check) the lecture plan's cell tags (lecture, "
                                                  "optional) in the notebooks.")
     parser.add_argument("notebooks", nargs="+", type=Path)
@@ -198,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.notebooks:  # every anchor checked before any file is written
         try:
             loaded[path] = json.loads(path.read_text(encoding="utf-8"))
-            planned[path] = apply_plan(loaded[path], path.name)
-        except PlanError as error:
+            planned[path] = _apply_plan(loaded[path], path.name)
+        except _PlanError as error:
             errors.append(f"error: {error}")
     if errors:
         print("\n".join(errors), file=sys.stderr)

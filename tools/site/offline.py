@@ -1,12 +1,8 @@
-"""The static site's offline check: every URL a page would fetch from another host, and the build's refusal of one.
+"""The site's offline check: every URL a built page would fetch from another host.
 
-`remote_resources(page)` lists what a browser would load by itself from elsewhere (script/link/img/iframe
-sources, CSS url()/@import, JavaScript imports, fetch); `check_offline(folder)` raises SiteError naming each page
-of a built site that has any. course_utils.site.build_site runs it on every build; links the reader may click
-(<a href>) are not fetched and pass. Not about writing pages (course_utils.site.export, course_utils.site.pages);
-only about reading them.
-
-Introduced in: the lecture kit (issue 14); not used by the notebooks themselves.
+`check_offline(folder)` raises SiteError naming each page of a built site that would load a script, stylesheet,
+image, frame, CSS url()/@import, JavaScript import or fetch from elsewhere; links a reader may click (<a href>)
+are not fetched and pass. Only reads pages; writing them is export and pages.
 """
 from __future__ import annotations
 
@@ -14,15 +10,13 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-__all__ = ["STATIC", "SiteError", "check_offline", "css_urls", "is_remote", "remote_resources", "script_urls"]
+__all__ = ["STATIC", "SiteError", "check_offline"]
 
 STATIC = "_static"  # the site's folder of copied third-party files (MathJax, reveal.js): not scanned
 
 
 class SiteError(RuntimeError):
-    """The site cannot be built, or a page it built would load something from the network.
-
-    Used by the package, not a notebook."""
+    """The site cannot be built, or a page it built would load something from the network."""
 
 
 class _ResourceParser(HTMLParser):
@@ -46,7 +40,7 @@ class _ResourceParser(HTMLParser):
                 self.urls.extend(part.strip().split(" ")[0] for part in value.split(",")) if name == "srcset" \
                     else self.urls.append(value.strip())
             elif name == "style":
-                self.urls.extend(css_urls(value))
+                self.urls.extend(_css_urls(value))
         if tag in ("script", "style"):
             self._in = tag
 
@@ -56,9 +50,9 @@ class _ResourceParser(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self._in == "style":
-            self.urls.extend(css_urls(data))
+            self.urls.extend(_css_urls(data))
         elif self._in == "script":
-            self.urls.extend(script_urls(data))
+            self.urls.extend(_script_urls(data))
 
 
 _DATA_URI = re.compile(r"data:[^\"')\s]*")
@@ -67,45 +61,35 @@ _JS_URL = re.compile(r"""(?:\bfrom|\bimport\s*\(|\bimportScripts\s*\(|\bsrc\s*=|
                      r"""\brequire\s*\(\s*\[?|\bfetch\s*\()\s*["'`]\s*((?:https?:)?//[^"'`\s]+)""")
 
 
-def css_urls(css: str) -> list[str]:
-    """The URLs a piece of CSS loads (url(...) and @import), data: URIs left out.
-
-    Used by the package, not a notebook."""
+def _css_urls(css: str) -> list[str]:
+    """The URLs a piece of CSS loads (url(...) and @import), data: URIs left out."""
     return [a or b for a, b in _CSS_URL.findall(_DATA_URI.sub("data:", css)) if not (a or b).startswith("data:")]
 
 
-def script_urls(script: str) -> list[str]:
-    """URLs that a piece of JavaScript loads in the usual ways (import, src=, require([...]), fetch).
-
-    Used by the package, not a notebook."""
+def _script_urls(script: str) -> list[str]:
+    """URLs that a piece of JavaScript loads in the usual ways (import, src=, require([...]), fetch)."""
     return _JS_URL.findall(script)
 
 
-def is_remote(url: str) -> bool:
-    """`url` names another host (http(s)://..., protocol-relative //...; file: URLs are local).
-
-    Used by the package, not a notebook."""
+def _is_remote(url: str) -> bool:
+    """`url` names another host (http(s)://..., protocol-relative //...; file: URLs are local)."""
     return bool(re.match(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*:)?//", url)) and not url.lower().startswith("file:")
 
 
-def remote_resources(page: str) -> list[str]:
+def _remote_resources(page: str) -> list[str]:
     """Every URL in the HTML text `page` that the browser would fetch from another host (http(s)://...,
-    protocol-relative //...). Links the reader may click (<a href>) are not fetched and not listed.
-
-    Used by the package, not a notebook."""
+    protocol-relative //...). Links the reader may click (<a href>) are not fetched and not listed."""
     parser = _ResourceParser()
     parser.feed(page)
     parser.close()
-    return sorted({url for url in parser.urls if is_remote(url)})
+    return sorted({url for url in parser.urls if _is_remote(url)})
 
 
 def check_offline(folder: Path) -> None:
-    """Raise SiteError naming every page under `folder` that would load a remote resource, and what.
-
-    Used by the package, not a notebook."""
+    """Raise SiteError naming every page under `folder` that would load a remote resource, and what."""
     found = {str(path.relative_to(folder)): urls for path in sorted(folder.rglob("*.html"))
              if not path.relative_to(folder).parts[0] == STATIC
-             for urls in [remote_resources(path.read_text(encoding="utf-8"))] if urls}
+             for urls in [_remote_resources(path.read_text(encoding="utf-8"))] if urls}
     if found:
         lines = [f"  {page}: {', '.join(urls[:5])}{' ...' if len(urls) > 5 else ''}" for page, urls in found.items()]
         raise SiteError("pages that would load resources from the network (the site must read offline):\n"

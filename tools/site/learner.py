@@ -1,17 +1,11 @@
 """The learner's view of a notebook on the site: what the page shows differs from the stored notebook in four ways.
 
 `learner_view(notebook)` returns a copy in which
-  1. code cells lose their `# NBVAL_...` marker lines (nbval's, not the reader's business: `strip_markers`);
-  2. the Colab setup cell (the code cell that tests for "google.colab") becomes a closed <details> element
-     (`fold_colab_cell`), so the page starts with the notebook's prose, not with set-up code;
-  3. test-file paths named in the prose (`tests/test_x.py::name`) become numbered footnotes, listed at the bottom
-     of the page (`footnote_test_paths`);
-  4. the questions cell (`exercises.show_questions("NN")`) shows each question with its answer folded under it in
-     a closed <details> "Answer" (course_utils.site.pages.questions_with_answers).
-course_utils.site.export.prepare applies it before exporting a page and its deck; the stored notebooks are never
-changed. Not about slide types (course_utils.site.slides) nor the session decks (course_utils.site.decks).
-
-Introduced in: the lecture kit (round 3); not used by the notebooks themselves.
+  1. code cells lose their `# NBVAL_...` marker lines (`strip_markers`);
+  2. the Colab setup cell becomes a closed <details> element, so the page starts with the notebook's prose;
+  3. test-file paths named in the prose (`tests/test_x.py::name`) become numbered footnotes at the bottom;
+  4. the questions cell (`exercises.show_questions("NN")`) shows each question with its answer folded under it.
+The stored notebooks are never changed. Not about slide types (slides) nor the session decks (decks).
 """
 from __future__ import annotations
 
@@ -19,14 +13,13 @@ import copy
 import re
 from typing import Any
 
-__all__ = ["COLAB_MARK", "NBVAL_LINE", "TEST_PATH", "fold_colab_cell", "learner_view", "show_answers",
-           "strip_markers", "footnote_test_paths"]
+__all__ = ["learner_view", "strip_markers"]
 
-NBVAL_LINE = re.compile(r"^[ \t]*# NBVAL_\w+[ \t]*(\n|$)", flags=re.MULTILINE)
-COLAB_MARK = "google.colab"
+_NBVAL_LINE = re.compile(r"^[ \t]*# NBVAL_\w+[ \t]*(\n|$)", flags=re.MULTILINE)
+_COLAB_MARK = "google.colab"
 # a test path as a whole code span, or bare in the prose; "::name" may wrap onto the next line
 _PATH = r"tests/[\w/.-]+?\.py(?:::\s*[\w\[\]-]+)?"
-TEST_PATH = re.compile(rf"\(\s*`(?P<p1>{_PATH})`\s*\)|`(?P<p2>{_PATH})`|(?<![`\w/])(?P<p3>{_PATH})(?![`\w])")
+_TEST_PATH = re.compile(rf"\(\s*`(?P<p1>{_PATH})`\s*\)|`(?P<p2>{_PATH})`|(?<![`\w/])(?P<p3>{_PATH})(?![`\w])")
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", flags=re.DOTALL | re.MULTILINE)
 
 
@@ -36,15 +29,15 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 def strip_markers(source: str) -> str:
-    """A code cell's source without its `# NBVAL_...` lines. Used by the package, not a notebook."""
-    return NBVAL_LINE.sub("", source)
+    """A code cell's source without its `# NBVAL_...` lines."""
+    return _NBVAL_LINE.sub("", source)
 
 
-def fold_colab_cell(notebook: dict[str, Any]) -> None:
+def _fold_colab_cell(notebook: dict[str, Any]) -> None:
     """Replace (in place) the first code cell that mentions "google.colab" by a markdown cell holding a closed
-    <details> with that code (left out of the slides). Used by the package, not a notebook."""
+    <details> with that code (left out of the slides)."""
     for index, cell in enumerate(notebook.get("cells", [])):
-        if cell.get("cell_type") == "code" and COLAB_MARK in _source(cell):
+        if cell.get("cell_type") == "code" and _COLAB_MARK in _source(cell):
             code = strip_markers(_source(cell)).strip("\n")
             text = ('<details class="course-colab">\n<summary>Setup cell for Google Colab (it does nothing '
                     f'anywhere else): show the code</summary>\n\n```python\n{code}\n```\n\n</details>')
@@ -55,10 +48,9 @@ def fold_colab_cell(notebook: dict[str, Any]) -> None:
             return
 
 
-def footnote_test_paths(notebook: dict[str, Any]) -> list[str]:
+def _footnote_test_paths(notebook: dict[str, Any]) -> list[str]:
     """Replace (in place) every test path in the markdown cells by a numbered footnote mark and append a
-    markdown cell listing them; returns the paths in footnote order. Fenced code is left alone.
-    Used by the package, not a notebook."""
+    markdown cell listing them; returns the paths in footnote order. Fenced code is left alone."""
     paths: list[str] = []
 
     def mark(match: re.Match) -> str:
@@ -74,9 +66,9 @@ def footnote_test_paths(notebook: dict[str, Any]) -> list[str]:
             continue
         text, parts, last = _source(cell), [], 0
         for fence in _FENCE.finditer(text):
-            parts += [TEST_PATH.sub(mark, text[last:fence.start()]), fence.group(0)]
+            parts += [_TEST_PATH.sub(mark, text[last:fence.start()]), fence.group(0)]
             last = fence.end()
-        cell["source"] = "".join(parts) + TEST_PATH.sub(mark, text[last:])
+        cell["source"] = "".join(parts) + _TEST_PATH.sub(mark, text[last:])
     if paths:
         items = "\n".join(f'<li id="course-test-{number}"><code>{path}</code></li>'
                           for number, path in enumerate(paths, 1))
@@ -87,10 +79,10 @@ def footnote_test_paths(notebook: dict[str, Any]) -> list[str]:
     return paths
 
 
-def show_answers(notebook: dict[str, Any]) -> None:
+def _show_answers(notebook: dict[str, Any]) -> None:
     """Replace (in place) the output of the `exercises.show_questions("NN")` cell by the questions with each
-    answer folded under it. Used by the package, not a notebook."""
-    from course_utils.site.pages import questions_with_answers
+    answer folded under it."""
+    from tools.site.pages import questions_with_answers
 
     for cell in notebook.get("cells", []):
         match = re.search(r"show_questions\(\s*[\"']?(\d+)", _source(cell)) if cell.get("cell_type") == "code" \
@@ -102,14 +94,12 @@ def show_answers(notebook: dict[str, Any]) -> None:
 
 
 def learner_view(notebook: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `notebook` as the learner's page shows it (the module's four changes); the input is untouched.
-
-    Used by the package, not a notebook."""
+    """A copy of `notebook` as the learner's page shows it (the module's four changes); the input is untouched."""
     result = copy.deepcopy(notebook)
-    fold_colab_cell(result)
+    _fold_colab_cell(result)
     for cell in result.get("cells", []):
         if cell.get("cell_type") == "code":
             cell["source"] = strip_markers(_source(cell))
-    footnote_test_paths(result)
-    show_answers(result)
+    _footnote_test_paths(result)
+    _show_answers(result)
     return result

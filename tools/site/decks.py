@@ -1,26 +1,21 @@
 """The condensed session decks: one reveal.js deck per 90-minute session, from the `lecture`-tagged cells.
 
-`session_notebook(session, notebooks)` assembles one notebook from the cells that course_utils.site.lecture_plan
-tagged `lecture` in the session's notebooks: a title slide, one title slide per notebook, then one slide per
-tagged cell, condensed so that it fits a 1280x720 screen, with the rest of the cell in reveal.js's speaker notes
-(key `s`):
+`session_notebook(session, notebooks)` assembles one notebook from the cells that lecture_plan tagged `lecture` in
+the session's notebooks: a title slide, one title slide per notebook, then one slide per tagged cell, condensed to
+fit a 1280x720 screen, with the rest of the cell in reveal.js's speaker notes (key `s`):
 
-| tagged cell                       | on the slide                                        | in the notes            |
-|-----------------------------------|-----------------------------------------------------|-------------------------|
-| markdown                          | its headings, the first sentence of its first       | the other paragraphs    |
-|                                   | paragraph, up to two display equations, pictures   |                         |
-| code with a figure                | its section's heading and the figure(s)             | the code                |
-| code without a figure             | its section's heading, the code (at most CODE_LINES | the whole code          |
-|                                   | lines, markers gone)                                |                         |
-|                                   | and its text output (at most OUTPUT_LINES lines)    |                         |
-| a markdown cell tagged `notes`    | (nothing)                                           | appended to the slide   |
-|   after a tagged cell             |                                                     | of the cell before      |
+| tagged cell                    | on the slide                                         | in the notes           |
+|--------------------------------|------------------------------------------------------|------------------------|
+| markdown                       | its headings, the first sentence of its first        | the other paragraphs   |
+|                                | paragraph, up to two display equations, pictures    |                        |
+| code with a figure             | its section's heading and the figure(s)              | the code               |
+| code without a figure          | its section's heading, the first _CODE_LINES lines   | the whole code         |
+|                                | (markers gone), _OUTPUT_LINES lines of text output   |                        |
+| markdown tagged `notes` right  | (nothing)                                            | appended to the slide  |
+|   after a tagged cell          |                                                      | of the cell before     |
 
-A cell also tagged `optional` says so on its slide (the one-session cut skips it). course_utils.site.build_site
-exports each session's notebook as `session-N.slides.html` (at most MAX_SLIDES slides, or the build fails);
-tests/browser/run_site_check.py visits every slide and fails on one whose content exceeds 1280x720.
-
-Introduced in: the lecture kit (round 3); not used by the notebooks themselves.
+A cell also tagged `optional` says so on its slide (the one-session cut skips it). A deck has at most _MAX_SLIDES
+slides, or the build fails.
 """
 from __future__ import annotations
 
@@ -28,17 +23,16 @@ import copy
 import re
 from typing import Any
 
-from course_utils.site.learner import strip_markers
-from course_utils.site.lecture_plan import LECTURE, MINUTES, OPTIONAL, SESSION_TITLES, SESSIONS, notebook_id
-from course_utils.site.offline import SiteError
+from tools.site.learner import strip_markers
+from tools.site.lecture_plan import LECTURE, MINUTES, OPTIONAL, SESSION_TITLES, SESSIONS, notebook_id
+from tools.site.offline import SiteError
 
-__all__ = ["CODE_LINES", "DECK_CSS", "MAX_SLIDES", "NOTES_TAG", "OUTPUT_LINES", "condense_code",
-           "condense_markdown", "deck_name", "first_sentence", "markdown_blocks", "session_notebook", "slide_count"]
+__all__ = ["DECK_CSS", "deck_name", "session_notebook", "slide_count"]
 
-MAX_SLIDES = 30
-CODE_LINES = 12
-OUTPUT_LINES = 8
-NOTES_TAG = "notes"
+_MAX_SLIDES = 30
+_CODE_LINES = 12
+_OUTPUT_LINES = 8
+_NOTES_TAG = "notes"
 DECK_CSS = """
 <style type="text/css">
 .reveal .slides section { text-align: left; }
@@ -67,14 +61,14 @@ def _tags(cell: dict[str, Any]) -> list[str]:
 
 
 def deck_name(session: int) -> str:
-    """The file name of a session's deck: session-1.slides.html. Used by the package, not a notebook."""
+    """The file name of a session's deck: session-1.slides.html."""
     return f"session-{session}.slides.html"
 
 
 # ------------------------------------------------------------------------------------------- condensing
-def markdown_blocks(text: str) -> list[str]:
+def _markdown_blocks(text: str) -> list[str]:
     """The blocks of a markdown text: paragraphs split at blank lines, a fenced code block or a $$...$$ display
-    kept whole. Used by the package, not a notebook."""
+    kept whole."""
     blocks, current, fence, maths = [], [], None, False
     for line in text.splitlines():
         stripped = line.strip()
@@ -97,22 +91,20 @@ def markdown_blocks(text: str) -> list[str]:
     return blocks
 
 
-def first_sentence(paragraph: str) -> str:
+def _first_sentence(paragraph: str) -> str:
     """The first sentence of a paragraph (up to `.`, `!` or `?` followed by a space and a capital, a code span,
-    maths or a parenthesis), on one line. Used by the package, not a notebook."""
+    maths or a parenthesis), on one line."""
     text = " ".join(paragraph.split())
     text = re.sub(r"^([-*+]|\d+\.)\s+", "", text)  # a list's first item
     return re.split(r"(?<=[.!?])\s+(?=[A-Z`*$(\[])", text, maxsplit=1)[0]
 
 
-def condense_markdown(text: str) -> tuple[str, str]:
+def _condense_markdown(text: str) -> tuple[str, str]:
     """(slide, notes) of a markdown cell: the slide keeps the headings, the first sentence of the first
     paragraph after the first heading, up to two display equations and pictures; the notes hold every other
-    block (also the paragraphs before the first heading, which end the section before).
-
-    Used by the package, not a notebook."""
+    block (also the paragraphs before the first heading, which end the section before)."""
     slide, notes, sentence_taken, equations = [], [], False, 0
-    blocks = markdown_blocks(text)
+    blocks = _markdown_blocks(text)
     start = next((index for index, block in enumerate(blocks) if re.match(r"#{1,3} ", block)), 0)
     notes += blocks[:start]  # a paragraph that ends the section before: the slide starts at the heading
     for block in blocks[start:]:
@@ -128,7 +120,7 @@ def condense_markdown(text: str) -> tuple[str, str]:
         elif rest.startswith("![") or rest.startswith("<img"):
             slide.append(rest)
         elif not sentence_taken and not rest.startswith(("|", "```", "~~~", "<", ">")):
-            sentence = first_sentence(rest)
+            sentence = _first_sentence(rest)
             slide.append(sentence)
             sentence_taken = True
             remainder = " ".join(rest.split())[len(sentence):].strip()
@@ -144,11 +136,9 @@ def _output_lines(output: dict[str, Any]) -> list[str]:
     return ("".join(text) if isinstance(text, list) else text).splitlines()
 
 
-def condense_code(cell: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _condense_code(cell: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """(slide cell, notes) of a code cell: a cell with a figure shows only its figures; another shows its first
-    CODE_LINES lines and OUTPUT_LINES lines of text output. The notes hold the whole code.
-
-    Used by the package, not a notebook."""
+    _CODE_LINES lines and _OUTPUT_LINES lines of text output. The notes hold the whole code."""
     code = strip_markers(_source(cell)).strip("\n")
     outputs = cell.get("outputs", [])
     figures = [output for output in outputs if "image/png" in output.get("data", {})]
@@ -159,12 +149,12 @@ def condense_code(cell: dict[str, Any]) -> tuple[dict[str, Any], str]:
                              "data": {"image/png": output["data"]["image/png"]}} for output in figures]
     else:
         lines = code.splitlines()
-        if len(lines) > CODE_LINES:
-            slide["source"] = "\n".join(lines[:CODE_LINES] + ["# ... (the whole cell is in the notes)"])
+        if len(lines) > _CODE_LINES:
+            slide["source"] = "\n".join(lines[:_CODE_LINES] + ["# ... (the whole cell is in the notes)"])
         text = [line for output in outputs for line in _output_lines(output)]
         if text:
-            shown = text[:OUTPUT_LINES] + ([f"... ({len(text) - OUTPUT_LINES} more lines)"]
-                                           if len(text) > OUTPUT_LINES else [])
+            shown = text[:_OUTPUT_LINES] + ([f"... ({len(text) - _OUTPUT_LINES} more lines)"]
+                                           if len(text) > _OUTPUT_LINES else [])
             slide["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "\n".join(shown) + "\n"}]
     return slide, f"```python\n{code}\n```"
 
@@ -203,17 +193,17 @@ def _notebook_cells(stem: str, notebook: dict[str, Any]) -> list[dict[str, Any]]
             badge = '<p class="course-optional">optional: the one-session cut skips this</p>\n\n' \
                 if OPTIONAL in tags else ""
             if cell.get("cell_type") == "code":
-                slide, notes = condense_code(cell)
+                slide, notes = _condense_code(cell)
                 slide["metadata"]["slideshow"] = {"slide_type": "-"}
                 cells += [_markdown(f"{badge}### {heading}", "slide"), slide]
             else:
-                text, notes = condense_markdown(_source(cell))
+                text, notes = _condense_markdown(_source(cell))
                 if index == 0:
                     cells.pop(0)  # the notebook's own title cell is its title slide
                     text += minutes
                 cells.append(_markdown(badge + text, "slide"))
             pending_notes.append(notes) if notes else None
-        elif NOTES_TAG in tags and cell.get("cell_type") == "markdown" and len(cells) > 1:
+        elif _NOTES_TAG in tags and cell.get("cell_type") == "markdown" and len(cells) > 1:
             pending_notes.append(_source(cell))
     flush()
     return cells
@@ -222,9 +212,7 @@ def _notebook_cells(stem: str, notebook: dict[str, Any]) -> list[dict[str, Any]]
 def session_notebook(session: int, notebooks: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
     """One notebook holding session `session`'s condensed deck from `notebooks` (file stem -> notebook; those
     of other sessions are ignored); None if none of them has a `lecture` cell. Raises SiteError if the deck
-    would have more than MAX_SLIDES slides.
-
-    Used by the package, not a notebook."""
+    would have more than _MAX_SLIDES slides."""
     stems = sorted(stem for stem in notebooks if notebook_id(f"{stem}.ipynb") in SESSIONS[session]
                    and any(LECTURE in _tags(cell) for cell in notebooks[stem].get("cells", [])))
     if not stems:
@@ -241,13 +229,13 @@ def session_notebook(session: int, notebooks: dict[str, dict[str, Any]]) -> dict
     for number, cell in enumerate(cells):
         cell["id"] = f"deck-{number}"
     count = slide_count(deck)
-    if count > MAX_SLIDES:
-        raise SiteError(f"{deck_name(session)} would have {count} slides (at most {MAX_SLIDES}): tag fewer cells "
-                        f"`lecture` in course_utils/site/lecture_plan.py")
+    if count > _MAX_SLIDES:
+        raise SiteError(f"{deck_name(session)} would have {count} slides (at most {_MAX_SLIDES}): tag fewer cells "
+                        f"`lecture` in tools/site/lecture_plan.py")
     return deck
 
 
 def slide_count(deck: dict[str, Any]) -> int:
-    """The number of slides of an assembled deck. Used by the package, not a notebook."""
+    """The number of slides of an assembled deck."""
     return sum(cell["metadata"].get("slideshow", {}).get("slide_type") in ("slide", "subslide")
                for cell in deck["cells"])
