@@ -41,9 +41,7 @@ RECORD_ENV = "COURSE_RECORD_STORED_RUN"  # 1: observe() writes this run's values
 
 @dataclass(frozen=True)
 class Property:
-    """A statement a notebook makes about any reasonable trained model, and its test on the measured values.
-
-    Used by the package, not a notebook."""
+    """A statement a notebook makes about any reasonable trained model, and its test on the measured values."""
 
     name: str  # "<notebook>.<what>", e.g. "05.attention_wins_every_length_bucket"
     statement: str  # the sentence, as the notebook says it
@@ -192,7 +190,7 @@ def _holds(prop: Property, values: Mapping[str, Any]) -> bool:
 
 def evidence_values(prop: Property) -> tuple[str, list[Mapping[str, Any]]]:
     """(the evidence file, relative to REPO; the values of each of its runs) of a property: its own results file
-    when it names one, else the learner runs logged in EVIDENCE. Used by the package, not a notebook."""
+    when it names one, else the learner runs logged in EVIDENCE."""
     if prop.evidence is not None:
         path, runs_of = prop.evidence
         try:
@@ -229,9 +227,7 @@ def check(name: str, **values: Any) -> bool:
 
 
 def stored_run() -> dict[str, Any]:
-    """The observations of the run stored in the notebooks (notebooks/stored_run.json), {} when there is none.
-
-    Used by the package, not a notebook."""
+    """The observations of the run stored in the notebooks (notebooks/stored_run.json), {} when there is none."""
     try:
         return json.loads(STORED_RUN.read_text())
     except (OSError, ValueError):

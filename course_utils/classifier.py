@@ -2,7 +2,7 @@
 
     batch = subject_batch(pairs, vocab)          # SubjectBatch(words (B, S), mask, labels (B,), gold (B, S))
     out = AttentionClassifier(len(vocab))(batch.words, batch.mask)   # logits (B, C), weights (B, S), sparsity
-    trained = load_or_train_classifier(ClassifierConfig(sparsity_weight=0.5))   # cached in data_dir()/models/
+    trained = zoo.load_or_train(ClassifierConfig(sparsity_weight=0.5))   # cached by course_utils.zoo
     evaluate_classifier(trained.model, course.splits.test, trained.vocab)      # accuracy, precision, recall, kept
     NOTEBOOK_CLASSIFIERS                         # {label: ClassifierConfig}: the seven notebook 08 trains
 
@@ -12,11 +12,9 @@ rationale: the word a good selection should keep. Introduced in notebook 08.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -25,25 +23,20 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.attention import DotAttention, masked_softmax
-from course_utils.checkpoints import atomic_save, import_archive_on_cache_miss, load_classifier_checkpoint
-from course_utils.corpus import data_dir, display_path
-from course_utils.data import Pair, load_course_data
+from course_utils.data import Pair
 from course_utils.metrics import RationaleScores, rationale_scores
-from course_utils.runtime import Log, course_seed, eval_mode, fast_mode, reporter
+from course_utils.runtime import eval_mode
 from course_utils.vocab import PAD_ID, UNK_ID, Vocab
 
-__all__ = ["SUBJECTS", "FRENCH_SUBJECTS", "CLASSIFIER_FORMAT", "FAST_CLASSIFIER", "subject_label", "gold_rationale",
-           "SubjectBatch", "subject_batch", "subject_batches", "ClassifierOutput", "LectureAttentionClassifier",
-           "AttentionClassifier", "SoftAttentionClassifier", "BagOfWordsClassifier", "selected_words",
-           "ClassifierConfig", "NOTEBOOK_CLASSIFIERS", "build_classifier", "train_classifier", "ClassifierScores",
-           "evaluate_classifier", "TrainedClassifier", "classifier_path", "training_config", "load_or_train_classifier",
+__all__ = ["SUBJECTS", "FRENCH_SUBJECTS", "subject_label", "gold_rationale", "SubjectBatch", "subject_batch",
+           "subject_batches", "ClassifierOutput", "LectureAttentionClassifier", "AttentionClassifier",
+           "SoftAttentionClassifier", "BagOfWordsClassifier", "selected_words", "ClassifierConfig",
+           "NOTEBOOK_CLASSIFIERS", "build_classifier", "train_classifier", "ClassifierScores", "evaluate_classifier",
            "highlight_html"]
 
 SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label order
 FRENCH_SUBJECTS = {"i": ("je", "j"), "he": ("il",), "she": ("elle",), "you": ("tu", "vous", "t"),
                    "we": ("nous", "on"), "they": ("ils", "elles")}  # normalised: "j'ai" -> "j ai", "t'es" -> "t es"
-CLASSIFIER_FORMAT = "course_utils.classifier/1"
-FAST_CLASSIFIER = dict(epochs=2, max_train_pairs=1000)  # fast mode (COURSE_FAST=1): seconds, a smoke test
 
 
 # ---------------------------------------------------------------------------------------------- the task
@@ -329,59 +322,6 @@ def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, b
     pad = torch.nn.utils.rnn.pad_sequence
     rationale = rationale_scores(pad(selections, True), pad(golds, True), pad(masks, True))
     return ClassifierScores(correct / len(pairs), rationale)
-
-
-# ---------------------------------------------------------------------------------------------- caching
-@dataclass
-class TrainedClassifier:
-    """A trained classifier with its vocabulary, config and history. Introduced in notebook 08."""
-    model: nn.Module
-    vocab: Vocab
-    config: ClassifierConfig
-    history: list[dict]
-    fast: bool = False
-
-
-def classifier_path(config: ClassifierConfig, fast: bool | None = None) -> Path:
-    """data_dir()/models/<config.name>.pt, or <name>-fast.pt in fast mode. Introduced in notebook 08."""
-    fast = fast_mode() if fast is None else fast
-    return data_dir() / "models" / f"{config.name}{'-fast' if fast else ''}.pt"
-
-
-def training_config(config: ClassifierConfig, fast: bool = False) -> ClassifierConfig:
-    """The config `config`'s classifier is trained and cached with: FAST_CLASSIFIER's settings in fast mode, and
-    COURSE_SEED, when set, as its seed. Used by the package, not a notebook."""
-    return dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
-
-
-def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool = False, log: Log = print
-                             ) -> TrainedClassifier:
-    """`config`'s classifier, trained once on the course's train split and cached (atomically) at
-    classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
-    on FAST_CLASSIFIER's few pairs and caches separately; COURSE_SEED, when set, replaces config.seed. On a cache
-    miss, the archive COURSE_MODELS_ARCHIVE names (cli.archive) is imported first. A cached file that cannot be
-    used (unreadable, pickled code, damaged: load_classifier_checkpoint) raises CheckpointError; retrain=True
-    replaces it. Introduced in notebook 08."""
-    fast, say = fast_mode(), reporter(log)
-    data = load_course_data(log=None) if data is None else data
-    path = classifier_path(config, fast)
-    train_config = training_config(config, fast)
-    if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        import_archive_on_cache_miss(fast, data, log)
-    if path.exists() and not retrain:
-        trained = load_classifier_checkpoint(path, train_config, data.src_vocab, fast)
-        if trained is not None:
-            say(f"Loaded {config.name} from {display_path(path)}")
-            return trained
-        say(f"{display_path(path)} was made with another config or vocabulary: training again")
-    say(f"Training {config.name}{' in fast mode' if fast else ''}; it will be cached at {display_path(path)}")
-    model = build_classifier(train_config, len(data.src_vocab))
-    history = train_classifier(model, data.splits.train, data.src_vocab, train_config, log=log)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_save({"format": CLASSIFIER_FORMAT, "config": dataclasses.asdict(train_config),
-                 "vocab": data.src_vocab.to_dict(), "history": history,
-                 "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}, path)
-    return TrainedClassifier(model, data.src_vocab, train_config, history, fast)
 
 
 # ---------------------------------------------------------------------------------------------- showing

@@ -1,45 +1,25 @@
-"""Recipes: named, commented ways to build and train a model, and the cache of trained models.
+"""Recipes: named, commented ways to build and train a model.
 
     recipe = get_recipe("lecture-bahdanau")              # Recipe(name, model=ModelConfig, train=TrainConfig)
-    trained = train_recipe(recipe, data, epochs=2)       # keyword arguments override TrainConfig fields
-    trained = load_or_train("lecture-bahdanau")          # trained once, cached under data/models/, loaded after
+    variant = recipe.with_training(learning_rate=1e-3)   # a variant is dataclasses.replace
 
 A Recipe is composed of the two configs the rest of the package already has: a ModelConfig template (vocabulary
-sizes left None, filled from the data) and a TrainConfig. Every field of either config is therefore a recipe
-setting, and a variant is `dataclasses.replace`: `recipe.with_model(attention="general")`,
-`recipe.with_training(learning_rate=1e-3)`. Introduced in notebook 04 (the lecture recipes compared) and 05.
+sizes left None, filled from the data) and a TrainConfig; every field of either is a recipe setting. Training and
+caching a recipe's model is course_utils.zoo's (train_recipe, load_or_train). Introduced in notebook 04.
 """
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import torch
-
-from course_utils.checkpoints import (
-    CheckpointError,
-    TrainedModel,
-    import_archive_on_cache_miss,
-    load_checkpoint,
-    save_checkpoint,
-)
-from course_utils.corpus import data_dir, display_path
-from course_utils.data import CourseData, load_course_data
-from course_utils.runtime import Log, course_seed, fast_mode, reporter
-from course_utils.seq2seq import ModelConfig, count_parameters
-from course_utils.train import TrainConfig, train
-from course_utils.transformer import TransformerConfig, build_model
+from course_utils.seq2seq import ModelConfig
+from course_utils.train import TrainConfig
+from course_utils.transformer import TransformerConfig
 from course_utils.vocab import Vocab
 
-__all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING",
-           "TRANSFORMER_MODEL", "TRANSFORMER_TRAINING", "FULL_TRANSFORMER_MODEL", "FULL_TRANSFORMER_TRAINING",
-           "RECIPES", "DEFAULT_RECIPE",
-           "get_recipe", "FAST_TRAIN_PAIRS", "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "model_path", "SECONDS_PER_EPOCH",
-           "FAST_SECONDS_PER_MODEL", "minutes", "estimate_seconds", "training_notice", "training_config",
-           "train_recipe", "load_or_train"]
+__all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING", "TRANSFORMER_MODEL",
+           "TRANSFORMER_TRAINING", "FULL_TRANSFORMER_MODEL", "FULL_TRANSFORMER_TRAINING", "RECIPES", "DEFAULT_RECIPE",
+           "get_recipe"]
 
 
 @dataclass(frozen=True)
@@ -73,8 +53,8 @@ class Recipe:
         return dataclasses.replace(self, name=name or self.name, train=dataclasses.replace(self.train, **fields))
 
 
-# The lecture recipe: trains live in class in about three minutes on a 2-core CPU (155 s on the quiet course
-# machine) and beats the classic tutorial's test BLEU by more than half. Unidirectional encoder, the tutorial's
+# The lecture recipe: trains live in class on a 2-core CPU (the README measures it) and beats the classic
+# tutorial's test BLEU by more than half. Unidirectional encoder, the tutorial's
 # hidden size, batches of 128 pairs of similar source length (few Python steps per epoch, large matrix products), a
 # high learning rate that decays each epoch.
 # Tuned on the dev split with benchmarks/recipe_sweep.py, 3 seeds per setting (benchmarks/README.md).
@@ -168,130 +148,3 @@ def get_recipe(name: str) -> Recipe:
     if name not in RECIPES:
         raise KeyError(f"no recipe called {name!r}; known recipes: {', '.join(RECIPES)}")
     return RECIPES[name]
-
-
-# ------------------------------------------------------------------------------------------------ load_or_train
-FAST_TRAIN_PAIRS = 300  # fast mode: this many training pairs, one epoch, dev BLEU on FAST_EVAL_PAIRS
-FAST_EVAL_PAIRS = 100
-FAST_OVERRIDES = dict(epochs=1, max_train_pairs=FAST_TRAIN_PAIRS, max_eval_pairs=FAST_EVAL_PAIRS, time_budget=None)
-
-
-def model_path(name: str, fast: bool | None = None) -> Path:
-    """Where load_or_train caches recipe `name`: data_dir()/models/<name>.pt, or <name>-fast.pt in fast mode.
-
-    Introduced in notebook 04."""
-    fast = fast_mode() if fast is None else fast
-    return data_dir() / "models" / f"{name}{'-fast' if fast else ''}.pt"
-
-
-# How long a recipe trains, as a notebook says before load_or_train trains several models (and pretrain before
-# its first model has trained; afterwards pretrain uses the run's own measured times).
-# Full mode: after the speed work (issue 25), `pretrain` trained each lecture model's 10 epochs in 55-65 s with the
-# dev evaluation on the quiet 2-core course machine (`train --recipe lecture-bahdanau`: 5.5-5.8 s an epoch of
-# training), so about 6 s an epoch. Fast mode: one short epoch (300 pairs, dev BLEU on 100);
-# `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
-SECONDS_PER_EPOCH = 6.0
-FAST_SECONDS_PER_MODEL = 30.0
-
-
-def minutes(seconds: float) -> str:
-    """'45 s' under a minute and a half, else '3 min'. Used by the package, not a notebook."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
-
-def estimate_seconds(name: str, fast: bool) -> float:
-    """The constant estimate for training recipe `name` (before anything was measured in a run).
-
-    Used by the package, not a notebook.
-    """
-    return FAST_SECONDS_PER_MODEL if fast else SECONDS_PER_EPOCH * get_recipe(name).train.epochs
-
-
-def training_notice(names: Sequence[str], fast: bool | None = None) -> str | None:
-    """What a notebook says before load_or_train trains several models: how many, about how long, and that
-    `pretrain` does it ahead; None when all are cached. Introduced in notebook 04 (and used in 06)."""
-    fast = fast_mode() if fast is None else fast
-    missing = [name for name in names if not model_path(name, fast).exists()]
-    if not missing:
-        return None
-    seconds = sum(estimate_seconds(name, fast) for name in missing)
-    return (f"This will train {len(missing)} model(s){' in fast mode' if fast else ''} ({', '.join(missing)}), "
-            f"about {minutes(seconds)} on a 2-core CPU. To have them ready before class, run "
-            f"`python -m course_utils pretrain{' --fast' if fast else ''}` once in a terminal.")
-
-
-def training_config(recipe: Recipe, fast: bool = False, **overrides) -> TrainConfig:
-    """The TrainConfig train_recipe trains `recipe` with: fast mode's FAST_OVERRIDES (fast=True), then `overrides`
-    (TrainConfig fields); the seed is the overrides', else COURSE_SEED (runtime.course_seed), else the recipe's.
-    The one place these settings are merged (the command line prints them before training). Used by the package, not
-    a notebook."""
-    overrides = {**(FAST_OVERRIDES if fast else {}), **overrides}
-    overrides.setdefault("seed", course_seed(recipe.train.seed))  # COURSE_SEED: another run of the same recipe
-    return recipe.train_config(**overrides)
-
-
-def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress: bool = True,
-                 log: Callable[[str], None] | None = print, **overrides) -> TrainedModel:
-    """Build the recipe's model (seeded) and train it on `data`; fast=True trains briefly (smoke tests).
-
-    `overrides` replace TrainConfig fields (e.g. epochs=2, device="cpu"); without a `seed` among them the recipe's
-    seed is used, or COURSE_SEED when set (runtime.course_seed). Introduced in notebook 05.
-    """
-    train_config = training_config(recipe, fast, **overrides)
-    model_config = recipe.model_config(data.src_vocab, data.tgt_vocab)
-    torch.manual_seed(train_config.seed)
-    model = build_model(model_config)  # Seq2Seq, or TransformerSeq2Seq for a TransformerConfig
-    history = train(model, data, train_config, progress=progress, log=log)
-    model.eval()
-    return TrainedModel(recipe.name, model, data.src_vocab, data.tgt_vocab, model_config, train_config, history, fast)
-
-
-def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, retrain: bool = False,
-                  progress: bool = True, log: Log = print) -> TrainedModel:
-    """Recipe `name`, trained once and cached under data_dir()/models/ (git-ignored); loaded from there afterwards.
-
-    In fast mode (environment COURSE_FAST=1) the recipe trains on a few hundred pairs for one epoch (seconds) and
-    is cached separately as <name>-fast.pt, so a smoke-test model is never mistaken for a real one.
-
-    Args:
-        name: a key of RECIPES, e.g. "lecture-bahdanau".
-        data: CourseData (default: load_course_data() with the default settings).
-        retrain: train even when a cached model exists (and overwrite it).
-        progress: show tqdm bars while training.
-        log: gets where the model comes from and how long training took, and each epoch's line (None: silent).
-    Returns:
-        TrainedModel (model in eval mode, on the CPU).
-    Raises:
-        CheckpointError: the cached model was trained on other data; the message says how to retrain.
-        cli.archive.ArchiveError: COURSE_MODELS_ARCHIVE names an archive that does not fit (on a cache miss, it is
-            imported before anything trains).
-
-    Introduced in notebook 04.
-    """
-    recipe = get_recipe(name)
-    fast = fast_mode()
-    path = model_path(name, fast)
-    say = reporter(log)
-    if data is None:
-        data = load_course_data(log=None)
-    if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        import_archive_on_cache_miss(fast, data, log)
-    if path.exists() and not retrain:
-        try:
-            trained = load_checkpoint(path, data.src_vocab, data.tgt_vocab,
-                                      config=recipe.model_config(data.src_vocab, data.tgt_vocab))
-        except CheckpointError as error:
-            raise CheckpointError(f"{error}\n(cached model of recipe {name!r}: retrain it with "
-                                  f"load_or_train({name!r}, retrain=True))") from error
-        say(f"Loaded {name}{' (fast mode)' if fast else ''} from {display_path(path)} "
-            f"(trained {trained.history.train_seconds:.0f} s, {trained.history.epochs} epochs)")
-        return trained
-    say(f"Training {name}{' in fast mode (COURSE_FAST=1)' if fast else ''}; "
-        f"it will be cached at {display_path(path)}")
-    started = time.perf_counter()
-    trained = train_recipe(recipe, data, fast=fast, progress=progress, log=log)
-    trained.model.cpu()
-    save_checkpoint(path, trained)
-    say(f"Trained {name} ({count_parameters(trained.model):,} parameters) in {time.perf_counter() - started:.0f} s; "
-        f"saved to {display_path(path)}")
-    return trained

@@ -82,7 +82,7 @@ _TORCH_DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice (one per 
 
 
 def reporter(log: Log) -> Callable[[str], None]:
-    """`log` itself, or a function that drops every line when `log` is None. Used by the package, not a notebook."""
+    """`log` itself, or a function that drops every line when `log` is None."""
     return log if log is not None else _silent
 
 
@@ -94,7 +94,7 @@ def default_threads() -> int:
     """The CPU thread count training uses when nothing is asked for: the threads torch itself would use (one per
     physical core, or OMP_NUM_THREADS), at most MAX_DEFAULT_THREADS. It depends on the machine and its settings
     alone, never on what else is running, so the same machine always trains with the same count (and the same
-    losses). Used by the package, not a notebook."""
+    losses)."""
     return max(1, min(_TORCH_DEFAULT_THREADS, MAX_DEFAULT_THREADS))
 
 
@@ -107,8 +107,6 @@ def set_threads(threads: int | None = None, log: Callable[[str], None] | None = 
     on the moment: an earlier version subtracted the 1-minute load average and trained with 1 thread right after
     another job and 2 on a quiet machine. On a machine shared with other work, COURSE_THREADS=1 is often faster
     (benchmarks/README.md), and fixes the count as well.
-
-    Used by the package, not a notebook.
     """
     if threads is not None:
         source = "asked for"
