@@ -4,7 +4,7 @@
     saved = read_checkpoint(path, build, vocabs=...)    # torch.load(weights_only=True), checked, weights loaded
     check_writable("out/mine.pt")                       # before training: can the checkpoint be written there?
 
-A payload holds: format, kind ("translator" or "classifier"), name, fast, model_config, train_config, the
+A payload holds: format, kind ("classifier"; absent for a translator), name, fast, model_config, train_config, the
 vocabularies (src_vocab, and tgt_vocab for a translator), history and state_dict. The model is built by the caller's
 `build` (course_utils.zoo owns the dispatch), so this module imports nothing above it. A file that cannot be used
 raises CheckpointError in one line that names the file, the problem and the fix; a valid file made for another
@@ -159,7 +159,7 @@ def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], n
         raise CheckpointError(f"{path} is not a course_utils checkpoint (format {CHECKPOINT_FORMAT!r} expected); "
                               f"{redo}")
     if payload.get("kind", "translator") != kind:
-        raise CheckpointError(f"{path} holds a {payload.get('kind')}, not a {kind}; {redo}")
+        raise CheckpointError(f"{path} holds a {payload.get('kind', 'translator')}, not a {kind}; {redo}")
     missing = [key for key in _REQUIRED_KEYS if key not in payload]
     if missing:
         raise CheckpointError(f"{path} is an incomplete checkpoint: it lacks {', '.join(missing)}; {redo}")

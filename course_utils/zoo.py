@@ -46,14 +46,13 @@ from course_utils.vocab import Vocab
 if TYPE_CHECKING:
     from course_utils.seq2seq import Translator
 
-__all__ = ["ARCHITECTURES", "config_from_dict", "build_model", "TrainedModel", "TrainedClassifier",
-           "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "NOTEBOOK_MODELS", "notebook_classifiers", "model_path",
-           "training_config", "estimate_seconds", "minutes", "training_notice", "train_recipe", "save_checkpoint",
-           "load_checkpoint", "load_or_train", "ARCHIVE_ENV", "ArchiveError", "export_models", "import_models",
-           "import_from_env"]
+__all__ = ["config_from_dict", "build_model", "TrainedModel", "TrainedClassifier", "FAST_EVAL_PAIRS", "FAST_OVERRIDES",
+           "NOTEBOOK_MODELS", "notebook_classifiers", "model_path", "training_config", "estimate_seconds", "minutes",
+           "training_notice", "train_recipe", "save_checkpoint", "load_checkpoint", "load_or_train", "ArchiveError",
+           "export_models", "import_models", "import_from_env"]
 
 # ---------------------------------------------------------------------------------------------- the dispatch
-ARCHITECTURES = ("gru", "transformer")  # what a checkpoint's config dict may name; missing means "gru"
+_ARCHITECTURES = ("gru", "transformer")  # what a checkpoint's config dict may name; missing means "gru"
 
 
 def config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
@@ -61,8 +60,8 @@ def config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
     ModelConfig (also when the field is absent). Introduced in notebook 09."""
     fields = dict(fields)
     architecture = fields.pop("architecture", "gru")
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {architecture!r}: choose one of {', '.join(ARCHITECTURES)}")
+    if architecture not in _ARCHITECTURES:
+        raise ValueError(f"unknown architecture {architecture!r}: choose one of {', '.join(_ARCHITECTURES)}")
     return ModelConfig(**fields) if architecture == "gru" else TransformerConfig(**fields)
 
 
@@ -197,7 +196,7 @@ def save_checkpoint(path: str | os.PathLike, trained: TrainedModel | TrainedClas
                                  "model_config": dataclasses.asdict(trained.config), "train_config": {},
                                  "src_vocab": trained.vocab.to_dict(), "tgt_vocab": None,
                                  "history": list(trained.history), "state_dict": state}, path)
-    return write_checkpoint({"kind": "translator", "name": trained.name, "fast": bool(trained.fast),
+    return write_checkpoint({"name": trained.name, "fast": bool(trained.fast),
                              "model_config": dataclasses.asdict(trained.model_config),
                              "train_config": dataclasses.asdict(trained.train_config),
                              "src_vocab": trained.src_vocab.to_dict(), "tgt_vocab": trained.tgt_vocab.to_dict(),
@@ -300,7 +299,7 @@ def load_or_train(what: str | ClassifierConfig = DEFAULT_RECIPE, data: CourseDat
 
 
 # ---------------------------------------------------------------------------------------------- the class archive
-ARCHIVE_ENV = "COURSE_MODELS_ARCHIVE"  # an archive to import on a cache miss, before anything trains
+_ARCHIVE_ENV = "COURSE_MODELS_ARCHIVE"  # an archive to import on a cache miss, before anything trains
 _BACKUP = "before-import"  # under data_dir()/models/: the cached files an import replaced
 _EXPORT_FIX = "ask for a new export (python -m course_utils pretrain --export FILE)"
 _COPY_FIX = "copy the archive again from where it was shared"
@@ -461,7 +460,7 @@ def import_models(path: str | os.PathLike, fast: bool | None = None, data: Cours
 def import_from_env(fast: bool, data: CourseData | None, log: Log = None) -> list[str]:
     """On a cache miss: import_models(only_missing=True) of the archive COURSE_MODELS_ARCHIVE names, its `fast`
     mode's models only; [] when unset, or for data built in memory. ArchiveError, naming the variable, on refusal."""
-    named = os.environ.get(ARCHIVE_ENV, "").strip()
+    named = os.environ.get(_ARCHIVE_ENV, "").strip()
     if not named or (data is not None and data.corpus_path is None):
         return []
     try:
@@ -470,9 +469,9 @@ def import_from_env(fast: bool, data: CourseData | None, log: Log = None) -> lis
     except (zipfile.BadZipFile, OSError, EOFError):
         ours = True  # import_models says what is wrong with it
     if not ours:
-        reporter(log)(f"{ARCHIVE_ENV}: {named} holds no {'fast' if fast else 'full'}-mode models: not imported")
+        reporter(log)(f"{_ARCHIVE_ENV}: {named} holds no {'fast' if fast else 'full'}-mode models: not imported")
         return []
     try:
         return import_models(Path(named).expanduser(), fast, data, only_missing=True, log=log)
     except ArchiveError as error:
-        raise ArchiveError(f"{ARCHIVE_ENV}={named}: {error} (or unset {ARCHIVE_ENV} to train here)") from None
+        raise ArchiveError(f"{_ARCHIVE_ENV}={named}: {error} (or unset {_ARCHIVE_ENV} to train here)") from None

@@ -19,8 +19,8 @@ from helpers import use_tiny_notebook_models
 
 from course_utils import classifier, cli, recipes, zoo
 from course_utils.cli import pretrain as pretrain_module
-from course_utils.runtime import FAST_ENV
-from course_utils.zoo import ARCHIVE_ENV, ArchiveError, export_models, import_from_env, import_models
+from course_utils.runtime import _FAST_ENV
+from course_utils.zoo import _ARCHIVE_ENV, ArchiveError, export_models, import_from_env, import_models
 
 NAMES = ["lecture-bahdanau", "lecture-none", "classifier-bow", "classifier-gated-hard-0.05"]
 FILES = [f"{name}-fast.pt" for name in NAMES]
@@ -54,8 +54,8 @@ def _build(tmp_path: Path, monkeypatch) -> None:
 def course(tiny_corpus_path, tmp_path, monkeypatch):
     """A student's data folder holding their own models (seed 1) and the lecturer's archive (seed 0) beside it."""
     monkeypatch.setenv("COURSE_CORPUS", str(tiny_corpus_path))
-    monkeypatch.setenv(FAST_ENV, "1")
-    for name in ("COURSE_SEED", ARCHIVE_ENV):
+    monkeypatch.setenv(_FAST_ENV, "1")
+    for name in ("COURSE_SEED", _ARCHIVE_ENV):
         monkeypatch.delenv(name, raising=False)
     _tiny_models(monkeypatch)
     if not _BUILT:
@@ -302,7 +302,7 @@ def test_a_member_that_does_not_load_as_the_package_loads_its_cache_is_refused(c
 # ---------------------------------------------------------------------------------------------- the hook, the CLI
 def test_the_environment_variable_imports_on_a_cache_miss_before_anything_trains(course, monkeypatch,
                                                                                  tiny_course_data):
-    monkeypatch.setenv(ARCHIVE_ENV, str(course.archive))
+    monkeypatch.setenv(_ARCHIVE_ENV, str(course.archive))
     no_training(monkeypatch)
     (course.data / "models" / "lecture-none-fast.pt").unlink()
     (course.data / "models" / "classifier-bow-fast.pt").unlink()
@@ -324,11 +324,11 @@ def test_the_environment_variable_imports_on_a_cache_miss_before_anything_trains
 def test_the_environment_variable_refuses_a_damaged_archive_and_changes_nothing(course, monkeypatch):
     damaged = course.archive.with_name("damaged.zip")
     damaged.write_bytes(course.archive.read_bytes()[:1000])
-    monkeypatch.setenv(ARCHIVE_ENV, str(damaged))
+    monkeypatch.setenv(_ARCHIVE_ENV, str(damaged))
     no_training(monkeypatch)
     (course.data / "models" / "lecture-none-fast.pt").unlink()
     before = snapshot(course.data)
-    with pytest.raises(ArchiveError, match=f"^{ARCHIVE_ENV}=.*damaged or truncated.*unset {ARCHIVE_ENV}"):
+    with pytest.raises(ArchiveError, match=f"^{_ARCHIVE_ENV}=.*damaged or truncated.*unset {_ARCHIVE_ENV}"):
         zoo.load_or_train("lecture-none", progress=False, log=None, fast=True)
     assert snapshot(course.data) == before
 

@@ -11,7 +11,7 @@ from helpers import use_tiny_notebook_models
 
 from course_utils import classifier, cli, recipes, zoo
 from course_utils.cli import pretrain as pretrain_module
-from course_utils.runtime import FAST_ENV
+from course_utils.runtime import _FAST_ENV
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -54,7 +54,7 @@ def test_notebook_classifiers_are_the_ones_notebook_08_trains():
 def small_recipes(tiny_course_data, tmp_path, monkeypatch):
     """Models cached in tmp_path, tiny models of the notebook recipes, the tiny corpus as the course data."""
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv(FAST_ENV, raising=False)
+    monkeypatch.delenv(_FAST_ENV, raising=False)
     use_tiny_notebook_models(monkeypatch)
     monkeypatch.setattr("course_utils.data.load_course_data", lambda **_: tiny_course_data)
     return tmp_path
@@ -71,7 +71,7 @@ def test_pretrain_trains_the_missing_models_then_skips_the_cached_ones(small_rec
     text = "\n".join(lines)
     assert "2 to train" in text and "[1/2] training lecture-bahdanau" in text and "[2/2] training lecture-none" in text
     assert re.search(r"\[2/2\] training lecture-none .*about ", text)
-    assert FAST_ENV not in os.environ  # fast mode is a parameter, never written to the environment
+    assert _FAST_ENV not in os.environ  # fast mode is a parameter, never written to the environment
 
     lines.clear()
     second = pretrain_module.pretrain(names, fast=True, progress=False, log=lines.append)
@@ -127,7 +127,7 @@ def test_pretrain_trains_the_notebook_classifiers_after_the_translators_then_ski
     assert "8 model(s), 0 already cached, 8 to train" in lines[0]
     assert "[1/8] training lecture-none" in text and "[2/8] training classifier-bow (fast mode" in text
     assert "[8/8] classifier-gated-hard-0.2: trained" in text and "pretrain done: 8 trained" in text
-    assert FAST_ENV not in os.environ
+    assert _FAST_ENV not in os.environ
 
     lines.clear()
     second = pretrain_module.pretrain(fast=True, progress=False, log=lines.append)
