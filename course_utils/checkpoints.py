@@ -26,10 +26,10 @@ from torch import nn
 
 from course_utils.vocab import Vocab
 
-__all__ = ["CHECKPOINT_FORMAT", "CheckpointError", "CheckpointMismatch", "Checkpoint", "write_checkpoint",
-           "check_writable", "read_checkpoint", "differences"]
+__all__ = ["CheckpointError", "CheckpointMismatch", "Checkpoint", "write_checkpoint",
+           "check_writable", "read_checkpoint"]
 
-CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
+_CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
 _REQUIRED_KEYS = ("name", "model_config", "train_config", "src_vocab", "tgt_vocab", "history", "state_dict")
 _VOCABS = {"translator": (("source", "src_vocab"), ("target", "tgt_vocab")), "classifier": (("French", "src_vocab"),)}
 
@@ -68,7 +68,7 @@ def write_checkpoint(payload: dict[str, Any], path: str | os.PathLike) -> Path:
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as file:
-            torch.save({"format": CHECKPOINT_FORMAT, **payload}, file)
+            torch.save({"format": _CHECKPOINT_FORMAT, **payload}, file)
         os.chmod(temp_name, _file_mode())
         os.replace(temp_name, path)
     except BaseException:
@@ -108,7 +108,7 @@ def _pickled_code(error: BaseException) -> str:
     return (str(error).partition("GLOBAL ")[2].split() or [""])[0].rstrip(":,.")
 
 
-def differences(expected: dict, found: dict) -> list[str]:
+def _differences(expected: dict, found: dict) -> list[str]:
     """'field: checkpoint has X, expected Y' for each key whose values differ."""
     return [f"{key}: checkpoint has {found.get(key)!r}, expected {expected.get(key)!r}"
             for key in sorted(set(expected) | set(found), key=str) if expected.get(key) != found.get(key)]
@@ -155,8 +155,8 @@ def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], n
         why = (f"it holds pickled code, which torch.load(weights_only=True) refused: it calls {code}" if code else
                f"{type(error).__name__}: {_first_sentence(error)}")
         raise CheckpointError(f"{path} is not a readable course checkpoint ({why}); {redo}") from error
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path} is not a course_utils checkpoint (format {CHECKPOINT_FORMAT!r} expected); "
+    if not isinstance(payload, dict) or payload.get("format") != _CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path} is not a course_utils checkpoint (format {_CHECKPOINT_FORMAT!r} expected); "
                               f"{redo}")
     if payload.get("kind", "translator") != kind:
         raise CheckpointError(f"{path} holds a {payload.get('kind', 'translator')}, not a {kind}; {redo}")
@@ -174,7 +174,7 @@ def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], n
                                      f"({_vocab_difference(which, wanted, payload[key])}); the data settings "
                                      f"(max_length, min_freq, seed, corpus) must match the training run's, or {redo}")
     for field, wanted in (expected or {}).items():
-        problems = differences(wanted, payload[field] if isinstance(payload[field], dict) else {})
+        problems = _differences(wanted, payload[field] if isinstance(payload[field], dict) else {})
         if problems:
             what = field.replace("_config", "").replace("model", "model configuration").replace("train", "training")
             raise CheckpointMismatch(f"{path} was made with another {what}: {'; '.join(problems)}. Build the model "

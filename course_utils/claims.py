@@ -16,7 +16,7 @@
   committed notebooks are executed with COURSE_RECORD_STORED_RUN=1.
 
 The caller names both files. Not about computing the values: the notebooks compute them in the open, and this module
-only judges and records. Introduced in notebook 04.
+only judges and records. Introduced in notebook 00.
 """
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ from typing import Any
 
 from course_utils.corpus import display_path
 
-__all__ = ["PROPERTIES", "Property", "Claims", "LOG_ENV", "RECORD_ENV"]
+__all__ = ["PROPERTIES", "Property", "Claims", "LOG_ENV"]
 
 LOG_ENV = "COURSE_CLAIMS_LOG"  # a file: every check and observe appends one JSON line to it (the evidence runs)
-RECORD_ENV = "COURSE_RECORD_STORED_RUN"  # 1: observe() writes this run's values into the stored-run file (full mode)
+_RECORD_ENV = "COURSE_RECORD_STORED_RUN"  # 1: observe() writes this run's values into the stored-run file (full mode)
 
 
 @dataclass(frozen=True)
@@ -185,14 +185,14 @@ class Claims:
     evidence: the evidence file (its folder holds the properties' own results files); stored_run: the stored run's
     observations (JSON); fast: smoke-test models (nothing asserted, nothing recorded); log: a file each check and
     observe appends a JSON line to, and record: write this run's observations into `stored_run` (full mode only);
-    None reads them from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 04.
+    None reads them from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 00.
     """
 
     def __init__(self, evidence: str | os.PathLike, stored_run: str | os.PathLike, fast: bool = False,
                  log: str | os.PathLike | None = None, record: bool | None = None):
         self.evidence, self.stored_run_file, self.fast = Path(evidence).resolve(), Path(stored_run), fast
         self.log = log if log is not None else (os.environ.get(LOG_ENV, "").strip() or None)
-        self.record = record if record is not None else os.environ.get(RECORD_ENV, "").strip() == "1"
+        self.record = record if record is not None else os.environ.get(_RECORD_ENV, "").strip() == "1"
 
     def _log(self, record: dict) -> None:
         if self.log:
@@ -245,7 +245,7 @@ class Claims:
     def observe(self, name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
         """Print an observation of one run as "stored run: X; this run: Y" (`show` formats a value), log it, and when
         recording in full mode store it as the stored run's. Never asserts. Returns `value`. `name` is
-        "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 04."""
+        "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 00."""
         value = _plain(value)
         stored = self.stored_run()
         if self.record and not self.fast:

@@ -17,9 +17,7 @@ from course_utils.train import TrainConfig
 from course_utils.transformer import TransformerConfig
 from course_utils.vocab import Vocab
 
-__all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING", "TRANSFORMER_MODEL",
-           "TRANSFORMER_TRAINING", "FULL_TRANSFORMER_MODEL", "FULL_TRANSFORMER_TRAINING", "RECIPES", "DEFAULT_RECIPE",
-           "get_recipe"]
+__all__ = ["Recipe", "RECIPES", "DEFAULT_RECIPE", "get_recipe"]
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,12 @@ class Recipe:
 # hidden size, batches of 128 pairs of similar source length (few Python steps per epoch, large matrix products), a
 # high learning rate that decays each epoch.
 # Tuned on the dev split with benchmarks/recipe_sweep.py, 3 seeds per setting (benchmarks/README.md).
-LECTURE_MODEL = ModelConfig(
+_LECTURE_MODEL = ModelConfig(
     embedding_size=128,  # small embeddings: the vocabulary has only ~4,000 French / 2,600 English words
     hidden_size=256,  # the classic tutorial's size, so the comparison is fair
     dropout=0.1,  # little regularisation: ten epochs barely overfit (0.2: -2.7 dev BLEU; 0.0: +0.6, within noise)
 )
-LECTURE_TRAINING = TrainConfig(
+_LECTURE_TRAINING = TrainConfig(
     epochs=10,  # 10 x 8,750 pairs (8 or 6 epochs at higher learning rates lost 3-7 dev BLEU)
     batch_size=128,  # large matrix products; 96 learns more per epoch (+3.4 dev BLEU at 3e-3) but runs 1.2x slower
     bucket_by="source",  # batches of similar source length: +2 dev BLEU over target-length buckets (3 seeds)
@@ -78,14 +76,14 @@ LECTURE_TRAINING = TrainConfig(
 # The strongest model of the course: bidirectional encoder, regularised, 5-9 minutes on a 2-core CPU. Every setting
 # was checked against the alternatives in the comment with test runs of the whole recipe, and the last changes on the
 # dev split with benchmarks/recipe_sweep.py (benchmarks/README.md).
-FULL_MODEL = ModelConfig(
+_FULL_MODEL = ModelConfig(
     attention="bahdanau",
     bidirectional=True,  # read the French sentence both ways; keys become 2H wide, a bridge maps to H
     embedding_size=256,  # 128 lost ~0.7 BLEU
     hidden_size=256,  # 384 and 512 learn more per epoch but fit fewer epochs into the time budget
     dropout=0.25,  # +0.8 dev BLEU over 0.3 (2 seeds); 0.35 and 0.4 worse
 )
-FULL_TRAINING = TrainConfig(
+_FULL_TRAINING = TrainConfig(
     label_smoothing=0.2,  # +0.6 BLEU with beam search over no smoothing; 0.1 and 0.3 slightly worse
     epochs=26,  # dev BLEU flattens after ~20 epochs; the time budget may stop it a little earlier (18: -1.7 dev BLEU)
     batch_size=64,  # 32 and 48 were slower per epoch and no better
@@ -97,28 +95,28 @@ FULL_TRAINING = TrainConfig(
 )
 
 # Notebook 09's Transformer (pre-LN, course_utils.transformer), on the lecture GRU's data and about its CPU time
-# (10 epochs in 94 s at 2 threads where lecture-bahdanau took 91 s, one machine). Tuned on the dev split with
+# (benchmarks/results/transformer_vs_gru.json). Tuned on the dev split with
 # benchmarks/transformer_vs_gru.py --sweep, 2 seeds per setting on a GPU (benchmarks/results/transformer_vs_gru.json).
-TRANSFORMER_MODEL = TransformerConfig(
+_TRANSFORMER_MODEL = TransformerConfig(
     hidden_size=128,  # H = d_model; 256 (4.3M parameters) took twice the CPU time for -0.7 dev BLEU; 192: -2.0
     heads=4,  # Dh = 32 per head (8 heads at H=256: -0.3 dev BLEU, within noise)
     layers=2,  # two encoder and two decoder layers (one layer: -4.3 dev BLEU; three: +0.3 for 1.2x the time)
     ff_size=256,  # feed-forward width 2H (4H at H=256: -0.6 dev BLEU)
     dropout=0.1,  # 0.2: -4.1 dev BLEU in ten epochs
 )
-TRANSFORMER_TRAINING = dataclasses.replace(
-    LECTURE_TRAINING,
+_TRANSFORMER_TRAINING = dataclasses.replace(
+    _LECTURE_TRAINING,
     learning_rate=2e-3,  # pre-LN trains without a warm-up; 5e-4: -10.5 dev BLEU (at H=256)
     lr_decay=0.9,  # +1.4 dev BLEU over 0.85 (at H=256)
     cuda_graphs=False,  # the recorded graphs are the GRU decoder's step loop; a Transformer has none
 )
 # Not tuned beyond the dev check in the results file: the lecture model at H=256 with the full GRU recipe's training.
-FULL_TRANSFORMER_MODEL = dataclasses.replace(TRANSFORMER_MODEL, hidden_size=256, ff_size=512)
-FULL_TRANSFORMER_TRAINING = dataclasses.replace(FULL_TRAINING, cuda_graphs=False)
+_FULL_TRANSFORMER_MODEL = dataclasses.replace(_TRANSFORMER_MODEL, hidden_size=256, ff_size=512)
+_FULL_TRANSFORMER_TRAINING = dataclasses.replace(_FULL_TRAINING, cuda_graphs=False)
 
 
 def _lecture(attention: str, prefix: str = "lecture") -> Recipe:
-    return Recipe(f"{prefix}-{attention}", dataclasses.replace(LECTURE_MODEL, attention=attention), LECTURE_TRAINING)
+    return Recipe(f"{prefix}-{attention}", dataclasses.replace(_LECTURE_MODEL, attention=attention), _LECTURE_TRAINING)
 
 
 RECIPES: dict[str, Recipe] = {
@@ -132,12 +130,12 @@ RECIPES: dict[str, Recipe] = {
         # saturates within a few optimiser steps, and some seeds never recover: over 10 seeds general scores below
         # the recipe without attention at 3 seeds (worst 30.2 test BLEU), dot only 3.6 above it at its worst, where
         # every lecture recipe with attention is 6 or more above it (benchmarks/results/attention_seeds.json, nb 04).
-        Recipe("exhibit-dot-unscaled", dataclasses.replace(LECTURE_MODEL, attention="dot"), LECTURE_TRAINING),
-        Recipe("exhibit-general-unscaled", dataclasses.replace(LECTURE_MODEL, attention="general"), LECTURE_TRAINING),
-        Recipe("full-bahdanau", FULL_MODEL, FULL_TRAINING,
+        Recipe("exhibit-dot-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="dot"), _LECTURE_TRAINING),
+        Recipe("exhibit-general-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="general"), _LECTURE_TRAINING),
+        Recipe("full-bahdanau", _FULL_MODEL, _FULL_TRAINING,
                beam_width=5),  # +2.5 BLEU over greedy decoding; width 10 and length_penalty 0.6 made no difference
-        Recipe("lecture-transformer", TRANSFORMER_MODEL, TRANSFORMER_TRAINING),  # notebook 09
-        Recipe("full-transformer", FULL_TRANSFORMER_MODEL, FULL_TRANSFORMER_TRAINING, beam_width=5),
+        Recipe("lecture-transformer", _TRANSFORMER_MODEL, _TRANSFORMER_TRAINING),  # notebook 09
+        Recipe("full-transformer", _FULL_TRANSFORMER_MODEL, _FULL_TRANSFORMER_TRAINING, beam_width=5),
     ]
 }
 DEFAULT_RECIPE = "lecture-bahdanau"

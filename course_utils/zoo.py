@@ -10,7 +10,7 @@
 Fast mode is the parameter `fast` (smoke-test models: a few hundred pairs, one epoch, cached as <name>-fast.pt);
 the notebooks and the command line read COURSE_FAST once (runtime.fast_mode) and pass it. On a cache miss, before
 anything trains, the models of the archive COURSE_MODELS_ARCHIVE names are imported. Every file, cached or
-archived, is read by the one loader, checkpoints.read_checkpoint. Introduced in notebook 04.
+archived, is read by the one loader, checkpoints.read_checkpoint. Introduced in notebook 00.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ _ARCHITECTURES = ("gru", "transformer")  # what a checkpoint's config dict may n
 
 def config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
     """A checkpoint's config dict -> TransformerConfig when fields["architecture"] is "transformer", else the GRU's
-    ModelConfig (also when the field is absent). Introduced in notebook 09."""
+    ModelConfig (also when the field is absent)."""
     fields = dict(fields)
     architecture = fields.pop("architecture", "gru")
     if architecture not in _ARCHITECTURES:
@@ -66,14 +66,13 @@ def config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
 
 
 def build_model(config: ModelConfig | TransformerConfig) -> Translator:
-    """The untrained model a config describes: a TransformerSeq2Seq for a TransformerConfig, else the GRU Seq2Seq.
-    Introduced in notebook 09."""
+    """The untrained model a config describes: a TransformerSeq2Seq for a TransformerConfig, else the GRU Seq2Seq."""
     return TransformerSeq2Seq(config) if isinstance(config, TransformerConfig) else Seq2Seq(config)
 
 
 @dataclass
 class TrainedModel:
-    """A translator with everything needed to use it again. Introduced in notebook 05."""
+    """A translator with everything needed to use it again."""
     name: str
     model: Translator
     src_vocab: Vocab
@@ -176,8 +175,7 @@ def training_notice(names: Sequence[str], fast: bool = False) -> str | None:
 # ---------------------------------------------------------------------------------------------- training, files
 def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress: bool = True, log: Log = print,
                  **overrides) -> TrainedModel:
-    """Build the recipe's model (seeded) and train it on `data` with training_config(recipe, fast, **overrides).
-    Introduced in notebook 05."""
+    """Build the recipe's model (seeded) and train it on `data` with training_config(recipe, fast, **overrides)."""
     train_config = training_config(recipe, fast, **overrides)
     model_config = recipe.model_config(data.src_vocab, data.tgt_vocab)
     torch.manual_seed(train_config.seed)
@@ -257,7 +255,7 @@ def load_or_train(what: str | ClassifierConfig = DEFAULT_RECIPE, data: CourseDat
     from, how long training took, each epoch's line (None: silent). On a cache miss the archive COURSE_MODELS_ARCHIVE
     names is imported first (ArchiveError when refused). A cached translator of other data raises CheckpointError
     saying how to retrain; a valid cached classifier of another config or vocabulary is trained again.
-    Introduced in notebook 04.
+    Introduced in notebook 00.
     """
     named, say = _named(what), reporter(log)
     data = load_course_data(log=None) if data is None else data

@@ -89,11 +89,11 @@ def test_recording_the_stored_run_writes_full_mode_values_only(full_mode, capsys
 
 def test_the_log_and_recording_default_to_the_environment_the_caller_set(tmp_path, monkeypatch):
     monkeypatch.setenv(claims.LOG_ENV, str(tmp_path / "log.jsonl"))
-    monkeypatch.setenv(claims.RECORD_ENV, "1")
+    monkeypatch.setenv(claims._RECORD_ENV, "1")
     judge = claims.Claims(EVIDENCE, tmp_path / "stored_run.json")
     assert (judge.log, judge.record, judge.fast) == (str(tmp_path / "log.jsonl"), True, False)
     monkeypatch.delenv(claims.LOG_ENV)
-    monkeypatch.delenv(claims.RECORD_ENV)
+    monkeypatch.delenv(claims._RECORD_ENV)
     assert (claims.Claims(EVIDENCE, STORED_RUN).log, claims.Claims(EVIDENCE, STORED_RUN).record) == (None, False)
 
 
@@ -113,7 +113,7 @@ def test_every_observation_printed_by_a_notebook_has_a_stored_value():
     stored = json.loads(STORED_RUN.read_text())
     for notebook in NOTEBOOKS:
         for name in re.findall(r'claims\.observe\(\s*"([^"]+)"', code_of(notebook)):
-            assert name in stored, f"{notebook.stem}: {name} (execute the notebooks with {claims.RECORD_ENV}=1)"
+            assert name in stored, f"{notebook.stem}: {name} (execute the notebooks with {claims._RECORD_ENV}=1)"
 
 
 # ------------------------------------------------------------------------------------- the evidence file

@@ -19,12 +19,12 @@ from course_utils.classifier import (
     ClassifierOutput,
     LectureAttentionClassifier,
     SoftAttentionClassifier,
+    _selected_words,
+    _subject_batches,
     evaluate_classifier,
     gold_rationale,
     highlight_html,
-    selected_words,
     subject_batch,
-    subject_batches,
     subject_label,
     train_classifier,
 )
@@ -69,11 +69,11 @@ def test_subject_batch_shapes_padding_and_gold(batch, vocab):
 
 
 def test_subject_batches_cover_every_pair_and_trim_the_padding(vocab):
-    batches = list(subject_batches(PAIRS, vocab, batch_size=2))
+    batches = list(_subject_batches(PAIRS, vocab, batch_size=2))
     assert [b.words.shape for b in batches] == [(2, 4), (2, 5)]  # the first batch has no column of padding
-    shuffled = list(subject_batches(PAIRS, vocab, batch_size=3, seed=1))
+    shuffled = list(_subject_batches(PAIRS, vocab, batch_size=3, seed=1))
     assert sorted(torch.cat([b.labels for b in shuffled]).tolist()) == [0, 1, 2, 3]
-    again = list(subject_batches(subject_batch(PAIRS, vocab), batch_size=3, seed=1))
+    again = list(_subject_batches(subject_batch(PAIRS, vocab), batch_size=3, seed=1))
     assert all(torch.equal(a.words, b.words) for a, b in zip(shuffled, again, strict=True))
 
 
@@ -177,15 +177,15 @@ def test_bag_of_words_is_logistic_regression_on_counts(batch, vocab):
                       torch.ones(int(batch.mask.sum())), accumulate=True)
     out = model(batch.words, batch.mask)
     torch.testing.assert_close(out.logits, counts @ model.word_scores.weight + model.bias)
-    top = selected_words(model, out, batch.mask)
+    top = _selected_words(model, out, batch.mask)
     assert top.sum(1).tolist() == [1, 1, 1, 1] and not (top & ~batch.mask).any()
 
 
 def test_selected_words_thresholds_gates_and_takes_the_argmax_of_distributions(vocab):
     mask = torch.tensor([[True, True, True, False]])
     gates = ClassifierOutput(torch.zeros(1, 6), torch.tensor([[0.6, 0.4, 0.9, 0.0]]), torch.tensor(0.0))
-    assert selected_words(AttentionClassifier(len(vocab)), gates, mask).tolist() == [[True, False, True, False]]
-    assert selected_words(SoftAttentionClassifier(len(vocab)), gates, mask).tolist() == [[False, False, True, False]]
+    assert _selected_words(AttentionClassifier(len(vocab)), gates, mask).tolist() == [[True, False, True, False]]
+    assert _selected_words(SoftAttentionClassifier(len(vocab)), gates, mask).tolist() == [[False, False, True, False]]
 
 
 # ---------------------------------------------------------------------------------------------- training, caching
