@@ -1,6 +1,6 @@
 """Checkpoints: the one file format of every trained model, written atomically, read by one validating loader.
 
-    write_checkpoint(payload, "data/models/mine.pt")    # a dict of plain data and tensors, atomically
+    write_checkpoint(payload, "data/models/mine.pt")    # a dict of plain data and tensors, atomically (atomic_write)
     saved = read_checkpoint(path, build, vocabs=...)    # torch.load(weights_only=True), checked, weights loaded
     check_writable("out/mine.pt")                       # before training: can the checkpoint be written there?
 
@@ -19,14 +19,14 @@ import re
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import torch
 from torch import nn
 
 from course_utils.vocab import Vocab
 
-__all__ = ["CheckpointError", "CheckpointMismatch", "Checkpoint", "write_checkpoint",
+__all__ = ["CheckpointError", "CheckpointMismatch", "Checkpoint", "atomic_write", "write_checkpoint",
            "check_writable", "read_checkpoint"]
 
 _CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
@@ -57,24 +57,28 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_checkpoint(payload: dict[str, Any], path: str | os.PathLike) -> Path:
-    """torch.save `payload` (plain data and tensors) to `path` atomically: a temporary file beside it, an ordinary
-    new file's mode (0o666 minus the umask), then os.replace; `path` holds the old file or the whole new one.
-    Returns the path; raises OSError when the folder cannot be written."""
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
+    """`write` a temporary file beside `path`, give it an ordinary new file's mode (0o666 minus the umask), then
+    os.replace: `path` holds the old file or the whole new one, never half a file. Raises OSError."""
     path = Path(path)
     if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a checkpoint file name", str(path))
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as file:
-            torch.save({"format": _CHECKPOINT_FORMAT, **payload}, file)
+            write(file)
         os.chmod(temp_name, _file_mode())
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_checkpoint(payload: dict[str, Any], path: str | os.PathLike) -> Path:
+    """torch.save `payload` (plain data and tensors) to `path` with atomic_write. Returns the path."""
+    return atomic_write(path, lambda file: torch.save({"format": _CHECKPOINT_FORMAT, **payload}, file))
 
 
 def check_writable(path: str | os.PathLike) -> Path:

@@ -31,7 +31,13 @@ import torch
 from torch import nn
 
 from course_utils import classifier
-from course_utils.checkpoints import CheckpointError, CheckpointMismatch, read_checkpoint, write_checkpoint
+from course_utils.checkpoints import (
+    CheckpointError,
+    CheckpointMismatch,
+    atomic_write,
+    read_checkpoint,
+    write_checkpoint,
+)
 from course_utils.classifier import ClassifierConfig, build_classifier, train_classifier
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import CourseData, load_course_data
@@ -106,10 +112,8 @@ FAST_EVAL_PAIRS = 100
 FAST_OVERRIDES = dict(epochs=1, max_train_pairs=FAST_TRAIN_PAIRS, max_eval_pairs=FAST_EVAL_PAIRS, time_budget=None)
 _FAST_CLASSIFIER = dict(epochs=2, max_train_pairs=1000)  # fast mode for a classifier: seconds, a smoke test
 # Constant estimates on a 2-core CPU, as the README's "Before class" measures them (`pretrain`): a lecture epoch
-# about 6 s with the dev evaluation, a notebook 08 classifier a few seconds, a fast-mode model under a minute.
-_SECONDS_PER_EPOCH = 6.0
-_SECONDS_PER_CLASSIFIER = 5.0
-_FAST_SECONDS = 30.0
+# about 6 s with the dev evaluation, a notebook 08 classifier a few seconds, a fast-mode translator under a minute.
+_SECONDS_PER_EPOCH, _SECONDS_PER_CLASSIFIER, _FAST_SECONDS_PER_TRANSLATOR = 6.0, 5.0, 30.0
 
 
 def notebook_classifiers() -> dict[str, ClassifierConfig]:
@@ -155,9 +159,9 @@ def minutes(seconds: float) -> str:
 def estimate_seconds(what: str | ClassifierConfig, fast: bool = False) -> float:
     """The constant estimate of how long training `what` takes on a 2-core CPU."""
     named = _named(what)
-    if fast:
-        return _FAST_SECONDS
-    return _SECONDS_PER_CLASSIFIER if isinstance(named, ClassifierConfig) else _SECONDS_PER_EPOCH * named.train.epochs
+    if isinstance(named, ClassifierConfig):
+        return _SECONDS_PER_CLASSIFIER
+    return _FAST_SECONDS_PER_TRANSLATOR if fast else _SECONDS_PER_EPOCH * named.train.epochs
 
 
 def training_notice(names: Sequence[str], fast: bool = False) -> str | None:
@@ -404,14 +408,12 @@ def export_models(path: str | os.PathLike, names: Sequence[str] | None = None, f
             except ArchiveError as error:
                 raise ArchiveError(f"the cached {error}; retrain it: python -m course_utils pretrain{flag} --retrain "
                                    f"{name}") from None
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(handle, "wb") as file, zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive:
+    def write(file) -> None:
+        with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive:
             for member, raw in members.items():
                 archive.writestr(member, raw)
-        os.replace(temp, path)
+    try:
+        atomic_write(path, write)
     except OSError as error:
         raise ArchiveError(f"cannot write {display_path(path)} ({error.strerror or error}); pass a file in a "
                            f"writable folder") from None
@@ -441,11 +443,7 @@ def import_models(path: str | os.PathLike, fast: bool | None = None, data: Cours
                 kept = kept.with_stem(f"{target.stem}-{time.time_ns()}") if kept.exists() else kept  # never over one
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(target, kept)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-            with os.fdopen(handle, "wb") as file:
-                file.write(raw)
-            os.replace(temp, target)
+            atomic_write(target, lambda file, raw=raw: file.write(raw))
         except OSError as error:
             raise ArchiveError(f"cannot write {display_path(target)} ({error.strerror or error}); make its folder "
                                f"writable, or set COURSE_DATA_DIR to a writable folder") from None
