@@ -138,17 +138,17 @@ def test_translate_lines_falls_back_to_one_line_at_a_time(tiny_course_data, monk
     monkeypatch.setattr(batch_translate, "translate_sources", fragile)
     monkeypatch.setattr(batch_translate, "prepare_source", lambda *a: pytest.fail("prepared twice"))
     warnings = []
-    raw = batch_translate.read_lines(io.BytesIO(b"je suis fatigue .\nil est grand .\nelle cuisine ."))
+    raw = batch_translate._read_lines(io.BytesIO(b"je suis fatigue .\nil est grand .\nelle cuisine ."))
     with monkeypatch.context() as checking:  # check_lines prepares each line once; translating reuses it
         checking.setattr(batch_translate, "prepare_source", translate.prepare_source)
-        lines = batch_translate.check_lines(raw, tiny_course_data.src_vocab, warnings.append)
+        lines = batch_translate._check_lines(raw, tiny_course_data.src_vocab, warnings.append)
     assert [line.number for line in lines] == [1, 2, 3] and warnings == []
     trained = SimpleNamespace(model=model, src_vocab=tiny_course_data.src_vocab, tgt_vocab=tiny_course_data.tgt_vocab)
-    outputs = batch_translate.translate_lines(trained, lines, batch_size=8, warn=warnings.append)
+    outputs = batch_translate._translate_lines(trained, lines, batch_size=8, warn=warnings.append)
     assert outputs[0] and outputs[1] == "" and outputs[2]
     assert warnings == ["line 2: boom; wrote an empty line"]
     buffer = io.StringIO()
-    batch_translate.write_lines(outputs, buffer)
+    batch_translate._write_lines(outputs, buffer)
     assert buffer.getvalue().split("\n") == [*outputs, ""]
 
 
