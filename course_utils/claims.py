@@ -16,7 +16,7 @@
   committed notebooks are executed with COURSE_RECORD_STORED_RUN=1.
 
 The caller names both files. Not about computing the values: the notebooks compute them in the open, and this module
-only judges and records. Introduced in notebook 00.
+only judges and records. Introduced in notebook 04.
 """
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ class Claims:
     evidence: the evidence file (its folder holds the properties' own results files); stored_run: the stored run's
     observations (JSON); fast: smoke-test models (nothing asserted, nothing recorded); log: a file each check and
     observe appends a JSON line to, and record: write this run's observations into `stored_run` (full mode only);
-    None reads them from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 00.
+    None reads them from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 04.
     """
 
     def __init__(self, evidence: str | os.PathLike, stored_run: str | os.PathLike, fast: bool = False,
@@ -245,7 +245,7 @@ class Claims:
     def observe(self, name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
         """Print an observation of one run as "stored run: X; this run: Y" (`show` formats a value), log it, and when
         recording in full mode store it as the stored run's. Never asserts. Returns `value`. `name` is
-        "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 00."""
+        "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 04."""
         value = _plain(value)
         stored = self.stored_run()
         if self.record and not self.fast:

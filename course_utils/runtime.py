@@ -6,7 +6,7 @@
     set_threads()                            # CPU threads for training: COURSE_THREADS, else torch's count, at most 4
     seed = course_seed(0)                    # COURSE_SEED when set, else the default given
 
-Introduced in notebook 00 (fast mode); `resolve_device` in notebook 02.
+Introduced in notebook 01 (fast mode); `resolve_device` in notebook 02.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ _FAST_ENV = "COURSE_FAST"  # COURSE_FAST=1: recipes train briefly (CI, smoke tes
 def fast_mode() -> bool:
     """True when the environment variable COURSE_FAST is 1 (or true/yes): the one reader of the fast mode, called at
     the edge (every notebook's first cell, the command line's main), which passes it on as `fast`. Introduced in
-    notebook 00."""
+    notebook 01."""
     return os.environ.get(_FAST_ENV, "").strip().lower() in ("1", "true", "yes")
 
 

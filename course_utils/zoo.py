@@ -10,7 +10,7 @@
 Fast mode is the parameter `fast` (smoke-test models: a few hundred pairs, one epoch, cached as <name>-fast.pt);
 the notebooks and the command line read COURSE_FAST once (runtime.fast_mode) and pass it. On a cache miss, before
 anything trains, the models of the archive COURSE_MODELS_ARCHIVE names are imported. Every file, cached or
-archived, is read by the one loader, checkpoints.read_checkpoint. Introduced in notebook 00.
+archived, is read by the one loader, checkpoints.read_checkpoint. Introduced in notebook 04.
 """
 from __future__ import annotations
 
@@ -107,9 +107,9 @@ class TrainedClassifier:
 # ---------------------------------------------------------------------------------------------- names and settings
 NOTEBOOK_MODELS = ("lecture-bahdanau", "lecture-scaled_dot", "lecture-scaled_general", "lecture-concat",
                    "lecture-none", "lecture-transformer")  # the recipes notebooks 04-07 and 09 load
-FAST_TRAIN_PAIRS = 300  # fast mode: this many training pairs, one epoch, dev BLEU on FAST_EVAL_PAIRS
+_FAST_TRAIN_PAIRS = 300  # fast mode: this many training pairs, one epoch, dev BLEU on FAST_EVAL_PAIRS
 FAST_EVAL_PAIRS = 100
-FAST_OVERRIDES = dict(epochs=1, max_train_pairs=FAST_TRAIN_PAIRS, max_eval_pairs=FAST_EVAL_PAIRS, time_budget=None)
+FAST_OVERRIDES = dict(epochs=1, max_train_pairs=_FAST_TRAIN_PAIRS, max_eval_pairs=FAST_EVAL_PAIRS, time_budget=None)
 _FAST_CLASSIFIER = dict(epochs=2, max_train_pairs=1000)  # fast mode for a classifier: seconds, a smoke test
 # Constant estimates on a 2-core CPU, as the README's "Before class" measures them (`pretrain`): a lecture epoch
 # about 6 s with the dev evaluation, a notebook 08 classifier a few seconds, a fast-mode translator under a minute.
@@ -259,7 +259,7 @@ def load_or_train(what: str | ClassifierConfig = DEFAULT_RECIPE, data: CourseDat
     from, how long training took, each epoch's line (None: silent). On a cache miss the archive COURSE_MODELS_ARCHIVE
     names is imported first (ArchiveError when refused). A cached translator of other data raises CheckpointError
     saying how to retrain; a valid cached classifier of another config or vocabulary is trained again.
-    Introduced in notebook 00.
+    Introduced in notebook 04.
     """
     named, say = _named(what), reporter(log)
     data = load_course_data(log=None) if data is None else data

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "course_utils"
 LIBRARY = ["corpus", "vocab", "data", "runtime", "encoder", "shapes", "timing", "attention", "decoder", "seq2seq",
            "diagrams", "diagram_layouts", "loss", "train", "cuda_graphs", "evaluate", "checkpoints", "recipes",
            "search", "translate", "metrics", "viz", "viz_padding", "explorer", "classifier", "classic", "claims",
-           "overview", "transformer", "linear_attention", "alignment", "explanation"]
+           "overview", "transformer", "linear_attention", "alignment", "explanation", "zoo"]
 
 
 def defined_public_names(module: str) -> set[str]:
