@@ -130,19 +130,15 @@ def _vocab_difference(which: str, expected: Vocab, found: Vocab) -> str:
 def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], nn.Module], kind: str = "translator",
                     expected: dict[str, dict] | None = None, vocabs: dict[str, Vocab | None] | None = None,
                     redo: str | None = None) -> Checkpoint:
-    """The one loader: read `path` with torch.load(weights_only=True) (no code runs) and check it all.
+    """The one loader: read `path` with torch.load(weights_only=True) (no code runs), check it all, load the weights.
 
-    Args:
-        build: payload -> the untrained model its model_config describes (TypeError/ValueError: cannot build).
-        kind: "translator" or "classifier"; expected: {"model_config": dict, "train_config": dict} the file must
-            hold exactly (where given); vocabs: {"src_vocab": Vocab, "tgt_vocab": Vocab} it must hold (where given).
-        redo: the fix a message ends with (default: delete the file and train again).
-    Returns:
-        Checkpoint(payload with the vocabularies as Vocab, model with the weights loaded, in eval mode, on the CPU).
-    Raises:
-        CheckpointError: a directory, a missing, unreadable, foreign, incomplete or damaged file, pickled code, a
-            configuration this version cannot build, NaN/infinite weights, weights that do not fit.
-        CheckpointMismatch: a valid file of another configuration or vocabulary.
+    build: payload -> the untrained model its model_config describes (TypeError/ValueError: it cannot). kind:
+    "translator" or "classifier". expected: {"model_config": dict, "train_config": dict} the file must hold exactly;
+    vocabs: {"src_vocab": Vocab, "tgt_vocab": Vocab} it must hold (each where given). redo: the fix a message ends
+    with (default: delete the file and train again). Returns Checkpoint(the payload with Vocab vocabularies, the
+    model in eval mode on the CPU). Raises CheckpointError for a directory, a missing, unreadable, foreign,
+    incomplete or damaged file, pickled code, a configuration this version cannot build, NaN/infinite weights or
+    weights that do not fit; CheckpointMismatch for a valid file of another configuration or vocabulary.
     """
     path = Path(path)
     redo = redo or f"delete {path} (or pass another path) and train again"

@@ -4,19 +4,15 @@
     claims.check("05.attention_wins_every_length_bucket", gains=[12.5, 11.7, 14.2])   # a property: asserted
     claims.observe("06.sharpest_scorer", "lecture-scaled_general")   # an observation: stored run beside this run
 
-- A **property of the method** holds for any reasonable run: other seeds, thread counts, CPU or GPU, another copy
-  of the corpus. Each is defined once here (`PROPERTIES`: the sentence a notebook says, and the test on the values a
-  notebook measures). `check` asserts it on the learner's own run in full mode; fast-mode models are smoke tests,
-  so there it only reports. The evidence file (benchmarks/results/claims.json, made by
-  benchmarks/claims_evidence.py) logs every check and observe of every notebook run over seeds, devices and corpora;
-  a property with results of its own names a file beside it. tests/test_claims.py checks that every property a
-  notebook asserts held in every run.
-- An **observation of one run** (this sentence, this ranking, this count) is printed as "stored run: X; this run:
-  Y", never asserted. The stored run's values are the stored-run file (notebooks/stored_run.json), written when the
-  committed notebooks are executed with COURSE_RECORD_STORED_RUN=1.
+- A **property of the method** holds for any reasonable run (other seeds, threads, devices, corpus copies). Each is
+  defined once in PROPERTIES: the sentence a notebook says and the test on the values it measures. `check` asserts
+  it in full mode (fast-mode models are smoke tests: it only reports). Its evidence is the evidence file (made by
+  benchmarks/claims_evidence.py: every notebook run over seeds, devices and corpora, each check and observe logged)
+  or a results file beside it; tests/test_claims.py checks that it held in every run.
+- An **observation of one run** is printed as "stored run: X; this run: Y", never asserted; the stored run's values
+  are the stored-run file, written when the committed notebooks are executed with COURSE_RECORD_STORED_RUN=1.
 
-The caller names both files. Not about computing the values: the notebooks compute them in the open, and this module
-only judges and records. Introduced in notebook 04.
+The caller names both files; the notebooks compute the values in the open. Introduced in notebook 04.
 """
 from __future__ import annotations
 
