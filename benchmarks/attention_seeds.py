@@ -4,7 +4,7 @@
     python benchmarks/attention_seeds.py --device cuda --workers 12       # the same on a GPU, 12 runs at once
     python benchmarks/attention_seeds.py --recipes lecture-none exhibit-dot-unscaled --seeds 0 1 2
 
-Each (recipe, seed) is trained as `course_utils.recipes.train_recipe` trains it (the package's own loop: the seed
+Each (recipe, seed) is trained as `course_utils.zoo.train_recipe` trains it (the package's own loop: the seed
 decides the weights, the batch order and dropout) and becomes one record of the JSON list written to --output (default
 benchmarks/results/attention_seeds.json):
 
@@ -75,7 +75,7 @@ def attention_statistics(model, pairs, src_vocab, tgt_vocab, batch_size: int = 2
 
 
 def run_one(recipe_name: str, seed: int, device: str, data=None) -> dict:
-    """Train one recipe with one seed, as `recipes.train_recipe` does (seed, build, `train`), and measure it.
+    """Train one recipe with one seed, as `zoo.train_recipe` does (seed, build, `train`), and measure it.
 
     Loads the course data when `data` is None.
     """

@@ -7,7 +7,7 @@
 A variant is a name and `field=value` settings, each a field of the recipe's ModelConfig or TrainConfig (values are
 Python literals; anything else is a string). "base" (the recipe as it is) is always included; `--set` settings
 apply to every variant, base included. Each (variant, seed)
-trains as `recipes.train_recipe` trains (the seed decides the weights, the batch order and dropout) and is scored
+trains as `zoo.train_recipe` trains (the seed decides the weights, the batch order and dropout) and is scored
 on the **dev** split only (greedy, the final weights: averaged ones included); the test split is kept for the one
 recipe finally chosen (benchmarks/time_to_quality.py). Records (variant, settings, seed, dev BLEU after every epoch,
 final dev BLEU, seconds per epoch, device) go to --output as a JSON list; a table of mean, sd, worst and best dev
@@ -33,9 +33,10 @@ from common import run_jobs  # noqa: E402
 
 from course_utils.data import load_course_data
 from course_utils.evaluate import evaluate
-from course_utils.recipes import Recipe, get_recipe, train_recipe
+from course_utils.recipes import Recipe, get_recipe
 from course_utils.seq2seq import ModelConfig
 from course_utils.train import TrainConfig
+from course_utils.zoo import train_recipe
 
 RESULTS = Path(__file__).resolve().parent / "results" / "recipe_sweep.json"
 MODEL_FIELDS = {field.name for field in dataclasses.fields(ModelConfig)}

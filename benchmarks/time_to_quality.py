@@ -31,8 +31,9 @@ from course_utils import classic  # noqa: E402
 from course_utils.corpus import data_dir  # noqa: E402
 from course_utils.evaluate import evaluate  # noqa: E402
 from course_utils.metrics import corpus_scores  # noqa: E402
-from course_utils.recipes import DEFAULT_RECIPE, get_recipe, train_recipe  # noqa: E402
+from course_utils.recipes import DEFAULT_RECIPE, get_recipe  # noqa: E402
 from course_utils.timing import thread_count  # noqa: E402
+from course_utils.zoo import train_recipe  # noqa: E402
 
 
 def run_classic(data, steps: int, seed: int) -> dict:

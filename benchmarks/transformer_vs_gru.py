@@ -43,9 +43,10 @@ def run_one(job: dict) -> dict:
 
     from course_utils.data import load_course_data
     from course_utils.evaluate import evaluate
-    from course_utils.recipes import get_recipe, train_recipe
+    from course_utils.recipes import get_recipe
     from course_utils.seq2seq import count_parameters
     from course_utils.train import TrainConfig, sample_pairs
+    from course_utils.zoo import train_recipe
 
     torch.set_num_threads(job["threads"])
     data = load_course_data(log=None)

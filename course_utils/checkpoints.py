@@ -1,74 +1,53 @@
-"""Checkpoints: one file holds a trained model with everything needed to use it again.
+"""Checkpoints: the one file format of every trained model, written atomically, read by one validating loader.
 
-    save_checkpoint("data/models/mine.pt", trained)    # configs + vocabularies + weights + history, atomically
-    trained = load_checkpoint("data/models/mine.pt")   # torch.load(weights_only=True): no code runs on load
-    check_writable("out/mine.pt")                      # before training: can the checkpoint be written there?
-    path, why = save_checkpoint_or_fallback("out/mine.pt", trained)   # never loses a trained model
-    cached = load_classifier_checkpoint(path, config, vocab)   # a classifier cache (08); None: another config/vocab
+    write_checkpoint(payload, "data/models/mine.pt")    # a dict of plain data and tensors, atomically (atomic_write)
+    saved = read_checkpoint(path, build, vocabs=...)    # torch.load(weights_only=True), checked, weights loaded
+    check_writable("out/mine.pt")                       # before training: can the checkpoint be written there?
 
-A checkpoint that cannot be used (a directory, not a course checkpoint, corrupt or incomplete, NaN weights, a
-configuration this version cannot build, another configuration or vocabulary) raises CheckpointError with a
-one-line message that says what is wrong and how to fix it; so does a classifier cache (classifier.py) that cannot
-be used. Both are read by read_weights_only. Introduced in notebook 05.
+A payload holds: format, kind ("classifier"; absent for a translator), name, fast, model_config, train_config, the
+vocabularies (src_vocab, and tgt_vocab for a translator), history and state_dict. The model is built by the caller's
+`build` (course_utils.zoo owns the dispatch), so this module imports nothing above it. A file that cannot be used
+raises CheckpointError in one line that names the file, the problem and the fix; a valid file made for another
+configuration or vocabulary raises its subclass CheckpointMismatch.
 """
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import pickle
 import re
 import tempfile
-import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import torch
 from torch import nn
 
-from course_utils.runtime import Log, resolve_device
-from course_utils.seq2seq import ModelConfig, Seq2Seq
-from course_utils.train import History, TrainConfig
-from course_utils.transformer import build_model, config_from_dict
-from course_utils.translate import translate
 from course_utils.vocab import Vocab
 
-__all__ = ["CHECKPOINT_FORMAT", "REQUIRED_KEYS", "CheckpointError", "TrainedModel", "save_checkpoint", "atomic_save",
-           "check_writable", "fallback_locations", "save_checkpoint_or_fallback", "pickled_code",
-           "read_weights_only", "import_archive_on_cache_miss", "load_checkpoint", "classifier_from_payload",
-           "load_classifier_checkpoint"]
+__all__ = ["CheckpointError", "CheckpointMismatch", "Checkpoint", "atomic_write", "write_checkpoint",
+           "check_writable", "read_checkpoint"]
 
-if TYPE_CHECKING:
-    from course_utils.classifier import ClassifierConfig, TrainedClassifier
-
-CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
-REQUIRED_KEYS = ("name", "model_config", "train_config", "src_vocab", "tgt_vocab", "history", "state_dict")
+_CHECKPOINT_FORMAT = "course_utils.checkpoint/1"
+_REQUIRED_KEYS = ("name", "model_config", "train_config", "src_vocab", "tgt_vocab", "history", "state_dict")
+_VOCABS = {"translator": (("source", "src_vocab"), ("target", "tgt_vocab")), "classifier": (("French", "src_vocab"),)}
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be used here: not a checkpoint, or made for another config or vocabulary.
+    """A checkpoint that cannot be used here; the message is one line: the file, the problem, the fix.
 
-    Introduced in notebook 05.
-    """
+    Introduced in notebook 05."""
 
 
-@dataclass
-class TrainedModel:
-    """A model with everything needed to use it again. Introduced in notebook 05."""
+class CheckpointMismatch(CheckpointError):
+    """A valid checkpoint made with another configuration or vocabulary than the one expected."""
 
-    name: str
-    model: Seq2Seq
-    src_vocab: Vocab
-    tgt_vocab: Vocab
-    model_config: ModelConfig
-    train_config: TrainConfig
-    history: History
-    fast: bool = False  # trained in fast mode (COURSE_FAST=1): a smoke-test model, not a real one
 
-    def translate(self, sentence: str, beam_width: int = 1):
-        """translate.translate with this model's vocabularies."""
-        return translate(self.model, self.src_vocab, self.tgt_vocab, sentence, beam_width=beam_width)
+class Checkpoint(NamedTuple):
+    """A validated checkpoint: its payload (plain data) and the model `build` made, weights loaded, in eval mode."""
+    payload: dict[str, Any]
+    model: nn.Module
 
 
 def _file_mode() -> int:
@@ -78,54 +57,33 @@ def _file_mode() -> int:
     return 0o666 & ~umask
 
 
-def save_checkpoint(path: str | os.PathLike, trained: TrainedModel) -> Path:
-    """Write configs + vocabularies + weights + history to `path` atomically (temp file, then os.replace).
-
-    Only plain Python types and tensors are stored, so `load_checkpoint` can use torch.load(weights_only=True).
-    The file gets the permissions of any new file (0o666 minus the umask, e.g. 0o644), not mkstemp's 0o600.
-    Returns the path; raises OSError when the folder cannot be written (see `save_checkpoint_or_fallback`).
-    Introduced in notebook 05.
-    """
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
+    """`write` a temporary file beside `path`, give it an ordinary new file's mode (0o666 minus the umask), then
+    os.replace: `path` holds the old file or the whole new one, never half a file. Raises OSError."""
     path = Path(path)
     if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a checkpoint file name", str(path))
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "name": trained.name,
-        "fast": bool(trained.fast),
-        "model_config": dataclasses.asdict(trained.model_config),
-        "train_config": dataclasses.asdict(trained.train_config),
-        "src_vocab": trained.src_vocab.to_dict(),
-        "tgt_vocab": trained.tgt_vocab.to_dict(),
-        "history": trained.history.to_dict(),
-        "state_dict": {key: value.detach().cpu() for key, value in trained.model.state_dict().items()},
-    }
-    atomic_save(payload, path)
-    return path
-
-
-def atomic_save(payload: dict, path: Path) -> None:
-    """torch.save `payload` to a temporary file beside `path`, give it an ordinary new file's mode, then os.replace:
-    `path` holds the old file or the whole new one, never half a file. Used by the package, not a notebook."""
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as file:
-            torch.save(payload, file)
+            write(file)
         os.chmod(temp_name, _file_mode())
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+    return path
+
+
+def write_checkpoint(payload: dict[str, Any], path: str | os.PathLike) -> Path:
+    """torch.save `payload` (plain data and tensors) to `path` with atomic_write. Returns the path."""
+    return atomic_write(path, lambda file: torch.save({"format": _CHECKPOINT_FORMAT, **payload}, file))
 
 
 def check_writable(path: str | os.PathLike) -> Path:
-    """Check, before any training, that a checkpoint can be written to `path`; returns it as a Path.
-
-    Creates the missing parent folders and writes (then removes) a temporary file next to `path`. Raises
-    CheckpointError with a one-line message naming the path, the reason and the fix. Used by the package, not a
-    notebook.
-    """
+    """Check, before any training, that a checkpoint can be written to `path` (missing folders are created, a probe
+    file written and removed); returns it as a Path. Raises CheckpointError naming the path, the reason, the fix."""
     path = Path(path)
     fix = "pass --output a file in a folder you can write (e.g. data/models/mine.pt)"
     if path.is_dir():
@@ -140,89 +98,24 @@ def check_writable(path: str | os.PathLike) -> Path:
     return path
 
 
-def fallback_locations(path: str | os.PathLike) -> list[Path]:
-    """Where `save_checkpoint_or_fallback` tries next: data_dir()/models/, then the system's temp folder.
-
-    Used by the package, not a notebook.
-    """
-    from course_utils.corpus import data_dir
-
-    name = Path(path).name or "model.pt"
-    places = [data_dir() / "models" / name, Path(tempfile.gettempdir()) / "course_utils" / name]
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return [place.with_name(f"{place.stem}-{stamp}{place.suffix}") if place.exists() else place
-            for place in places]  # never overwrite another model
-
-
-def save_checkpoint_or_fallback(path: str | os.PathLike, trained: TrainedModel) -> tuple[Path, str | None]:
-    """save_checkpoint to `path`; if that fails, to the first `fallback_locations` that works.
-
-    Returns (where it was saved, None) or (fallback path, why `path` failed). Never loses the model silently:
-    raises CheckpointError naming every place tried only when no location at all could be written. Used by the
-    package, not a notebook.
-    """
-    try:
-        return save_checkpoint(path, trained), None
-    except OSError as error:
-        reason = f"{error.strerror or error}"
-    tried = [str(path)]
-    for fallback in fallback_locations(path):
-        if fallback.resolve() == Path(path).resolve():
-            continue
-        try:
-            return save_checkpoint(fallback, trained), reason
-        except OSError:
-            tried.append(str(fallback))
-    raise CheckpointError(f"could not save the checkpoint anywhere (tried {', '.join(tried)}): {reason}")
-
-
 def _first_sentence(error: BaseException, limit: int = 160) -> str:
-    """The first sentence of an exception's message, without terminal colour codes, at most `limit` characters.
-
-    torch's unpickling errors are paragraphs with ANSI escapes; the user needs their first line only.
-    """
+    """The first sentence of an exception's message, without terminal colour codes, at most `limit` characters."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
     text = (text.splitlines() or [""])[0].split(". ")[0]
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def pickled_code(error: BaseException) -> str:
-    """The code a pickle would have run, as torch.load(weights_only=True) names it when it refuses the file (e.g.
-    "os.system"), else "". Used by the package, not a notebook."""
+def _pickled_code(error: BaseException) -> str:
+    """The code a pickle would have run, as torch.load(weights_only=True) names it when refusing it, else ""."""
     if not isinstance(error, pickle.UnpicklingError):
         return ""
     return (str(error).partition("GLOBAL ")[2].split() or [""])[0].rstrip(":,.")
 
 
-def read_weights_only(path: str | os.PathLike, what: str, redo: str) -> object:
-    """torch.load(path, map_location="cpu", weights_only=True): tensors and plain data only, no code runs.
-
-    Raises CheckpointError in one line, "<path> is not a readable <what> (why); <redo>", for a truncated or foreign
-    file, or one holding pickled code (named). load_checkpoint and load_classifier_checkpoint read through it.
-    Used by the package, not a notebook.
-    """
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # truncated file, pickle with code in it, not a torch file at all
-        code = pickled_code(error)
-        why = (f"it holds pickled code, which torch.load(weights_only=True) refused: it calls {code}" if code else
-               f"{type(error).__name__}: {_first_sentence(error)}")
-        raise CheckpointError(f"{path} is not a readable {what} ({why}); {redo}") from error
-
-
-def import_archive_on_cache_miss(fast: bool, data, log: Log = print) -> list[str]:
-    """On a cache miss, before anything trains: import the models of the archive COURSE_MODELS_ARCHIVE names, when
-    set (cli.archive.import_from_env); returns the names written. The one call from the library into the tooling,
-    made lazily: the archive's format is defined with the recipes and classifiers, which import this module.
-    Raises cli.archive.ArchiveError when the archive is refused. Used by the package, not a notebook."""
-    from course_utils.cli.archive import import_from_env
-
-    return import_from_env(fast, data, log=log)
-
-
 def _differences(expected: dict, found: dict) -> list[str]:
+    """'field: checkpoint has X, expected Y' for each key whose values differ."""
     return [f"{key}: checkpoint has {found.get(key)!r}, expected {expected.get(key)!r}"
-            for key in sorted(set(expected) | set(found)) if expected.get(key) != found.get(key)]
+            for key in sorted(set(expected) | set(found), key=str) if expected.get(key) != found.get(key)]
 
 
 def _vocab_difference(which: str, expected: Vocab, found: Vocab) -> str:
@@ -234,152 +127,79 @@ def _vocab_difference(which: str, expected: Vocab, found: Vocab) -> str:
     return f"{which} vocabulary: same words, different counts or min_freq"
 
 
-def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
-                    config: ModelConfig | None = None, device: str | torch.device = "cpu") -> TrainedModel:
-    """Load a checkpoint written by `save_checkpoint` (torch.load with weights_only=True).
+def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], nn.Module], kind: str = "translator",
+                    expected: dict[str, dict] | None = None, vocabs: dict[str, Vocab | None] | None = None,
+                    redo: str | None = None) -> Checkpoint:
+    """The one loader: read `path` with torch.load(weights_only=True) (no code runs), check it all, load the weights.
 
-    Args:
-        path: the checkpoint file.
-        src_vocab, tgt_vocab, config: when given, the checkpoint must have been made with exactly these, else
-            CheckpointError names the field that differs.
-        device: where to put the model ("auto": CUDA when present).
-    Returns:
-        TrainedModel with the model in eval mode.
-    Raises:
-        CheckpointError: a directory, not a course checkpoint, a corrupt or incomplete one, a configuration this
-            version cannot build, NaN/infinite weights, or a mismatched configuration/vocabulary.
-        ValueError: `device` is unknown or absent on this machine (runtime.resolve_device).
-
-    Introduced in notebook 05.
+    build: payload -> the untrained model its model_config describes (TypeError/ValueError: it cannot). kind:
+    "translator" or "classifier". expected: {"model_config": dict, "train_config": dict} the file must hold exactly;
+    vocabs: {"src_vocab": Vocab, "tgt_vocab": Vocab} it must hold (each where given). redo: the fix a message ends
+    with (default: delete the file and train again). Returns Checkpoint(the payload with Vocab vocabularies, the
+    model in eval mode on the CPU). Raises CheckpointError for a directory, a missing, unreadable, foreign,
+    incomplete or damaged file, pickled code, a configuration this version cannot build, NaN/infinite weights or
+    weights that do not fit; CheckpointMismatch for a valid file of another configuration or vocabulary.
     """
     path = Path(path)
+    redo = redo or f"delete {path} (or pass another path) and train again"
     if path.is_dir():
         raise CheckpointError(f"{path} is a directory, not a checkpoint file; pass the .pt file inside it (e.g. "
                               f"{path / 'model.pt'})")
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path}; train one with `python -m course_utils train --output "
                               f"{path}` or load_or_train(name)")
-    target = resolve_device(device)  # an unusable device fails here, before the file is read
-    redo = f"delete {path} (or pass another path) and train again"
-    payload = read_weights_only(path, "course checkpoint", redo)
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{path} is not a course_utils checkpoint (format {CHECKPOINT_FORMAT!r} expected); "
-                              "train one with `python -m course_utils train`")
-    missing = [key for key in REQUIRED_KEYS if key not in payload]
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # truncated file, pickle with code in it, not a torch file at all
+        code = _pickled_code(error)
+        why = (f"it holds pickled code, which torch.load(weights_only=True) refused: it calls {code}" if code else
+               f"{type(error).__name__}: {_first_sentence(error)}")
+        raise CheckpointError(f"{path} is not a readable course checkpoint ({why}); {redo}") from error
+    if not isinstance(payload, dict) or payload.get("format") != _CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path} is not a course_utils checkpoint (format {_CHECKPOINT_FORMAT!r} expected); "
+                              f"{redo}")
+    if payload.get("kind", "translator") != kind:
+        raise CheckpointError(f"{path} holds a {payload.get('kind', 'translator')}, not a {kind}; {redo}")
+    missing = [key for key in _REQUIRED_KEYS if key not in payload]
     if missing:
         raise CheckpointError(f"{path} is an incomplete checkpoint: it lacks {', '.join(missing)}; {redo}")
     try:
-        saved = _saved_settings(payload, src_vocab, tgt_vocab, config, redo)
-    except CheckpointError as error:  # its message completes "<the file> ..." with the fix
-        raise CheckpointError(f"{path} {error}") from None
-    model = build_model(saved.model_config)  # the GRU Seq2Seq, or the Transformer of notebook 09
-    try:
-        _load_weights(model, payload["state_dict"])
-    except CheckpointError as error:  # its message completes "<the file> ..."
-        raise CheckpointError(f"{path} {error}; {redo}") from None
-    model.to(target).eval()
-    return TrainedModel(str(payload["name"]), model, saved.src_vocab, saved.tgt_vocab, saved.model_config,
-                        saved.train_config, saved.history, bool(payload.get("fast", False)))
-
-
-class _SavedSettings(NamedTuple):
-    src_vocab: Vocab
-    tgt_vocab: Vocab
-    model_config: ModelConfig
-    train_config: TrainConfig
-    history: History
-
-
-def _saved_settings(payload: dict, src_vocab: Vocab | None, tgt_vocab: Vocab | None, config: ModelConfig | None,
-                    redo: str) -> _SavedSettings:
-    """A checkpoint's vocabularies, configurations and history, checked against the expected ones where given.
-    A CheckpointError's message completes "<the file> ..." and ends with the fix (`redo`)."""
-    if config is not None:
-        problems = _differences(dataclasses.asdict(config), payload["model_config"])
-        if problems:
-            raise CheckpointError(f"was made with another model configuration: {'; '.join(problems)}. Build the "
-                                  f"model from the checkpoint's config, or {redo}")
-    try:
-        saved_vocabs = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
-        history = History.from_dict(payload["history"])
+        payload = {**payload, **{key: Vocab.from_dict(payload[key]) for _, key in _VOCABS[kind]}}
     except (TypeError, ValueError, KeyError, AttributeError) as error:
-        raise CheckpointError(f"holds a damaged vocabulary or history ({error}); {redo}") from error
-    for which, expected, found in (("source", src_vocab, saved_vocabs[0]), ("target", tgt_vocab, saved_vocabs[1])):
-        if expected is not None and expected != found:
-            raise CheckpointError(f"was trained with another {which} vocabulary "
-                                  f"({_vocab_difference(which, expected, found)}); the data settings (max_length, "
-                                  f"min_freq, seed, corpus) must match the training run's, or {redo}")
+        raise CheckpointError(f"{path} holds a damaged vocabulary or history ({error}); {redo}") from error
+    for which, key in _VOCABS[kind]:
+        wanted = (vocabs or {}).get(key)
+        if wanted is not None and wanted != payload[key]:
+            raise CheckpointMismatch(f"{path} was trained with another {which} vocabulary "
+                                     f"({_vocab_difference(which, wanted, payload[key])}); the data settings "
+                                     f"(max_length, min_freq, seed, corpus) must match the training run's, or {redo}")
+    for field, wanted in (expected or {}).items():
+        problems = _differences(wanted, payload[field] if isinstance(payload[field], dict) else {})
+        if problems:
+            what = field.replace("_config", "").replace("model", "model configuration").replace("train", "training")
+            raise CheckpointMismatch(f"{path} was made with another {what}: {'; '.join(problems)}. Build the model "
+                                     f"from the checkpoint's config, or {redo}")
     try:
-        model_config = config_from_dict(payload["model_config"])  # no "architecture" field: the GRU model
-        train_config = TrainConfig(**payload["train_config"])
+        model = build(payload)
+    except (KeyError, AttributeError) as error:
+        raise CheckpointError(f"{path} holds a damaged vocabulary or history ({error}); {redo}") from error
     except TypeError as error:
-        raise CheckpointError(f"has config fields this version of course_utils does not know ({error}); {redo}"
-                              ) from error
-    except ValueError as error:  # e.g. an attention kind this version does not have
-        raise CheckpointError(f"has a configuration this version of course_utils cannot build ({error}); {redo}"
-                              ) from error
-    try:
-        model_config.check_vocabularies(*saved_vocabs)
-    except ValueError as error:
-        raise CheckpointError(f"does not fit its own vocabularies: {error}; {redo}") from error
-    return _SavedSettings(*saved_vocabs, model_config, train_config, history)
-
-
-def _load_weights(model: nn.Module, state_dict: object) -> None:
-    """Load `state_dict` into `model` once it is a dict of finite tensors that fits: the one rule for translators
-    and classifiers. A CheckpointError's message completes "<the file> ..."."""
+        raise CheckpointError(f"{path} has config fields this version of course_utils does not know ({error}); "
+                              f"{redo}") from error
+    except ValueError as error:  # e.g. an attention kind this version does not have, or a config that misfits
+        raise CheckpointError(f"{path} has a configuration this version of course_utils cannot build ({error}); "
+                              f"{redo}") from error
+    state_dict = payload["state_dict"]
     if not isinstance(state_dict, dict) or not all(isinstance(value, torch.Tensor) for value in state_dict.values()):
-        raise CheckpointError("holds no usable weights (state_dict is not a dict of tensors)")
+        raise CheckpointError(f"{path} holds no usable weights (state_dict is not a dict of tensors); {redo}")
     broken = [key for key, value in state_dict.items()
               if value.is_floating_point() and not bool(torch.isfinite(value).all())]
     if broken:
-        raise CheckpointError(f"has NaN or infinite weights in {len(broken)} tensor(s) (first: {broken[0]}): "
-                              "training diverged (a lower learning rate helps)")
+        raise CheckpointError(f"{path} has NaN or infinite weights in {len(broken)} tensor(s) (first: {broken[0]}): "
+                              f"training diverged (a lower learning rate helps); {redo}")
     try:
         model.load_state_dict(state_dict)
     except RuntimeError as error:
-        raise CheckpointError(f"holds weights that do not fit its config ({_first_sentence(error, 80)})") from None
-
-
-def classifier_from_payload(payload: object, config: ClassifierConfig, vocab: Vocab, fast: bool = False,
-                            strict: bool = False) -> TrainedClassifier | None:
-    """The classifier a cache file's payload (read with weights_only=True) holds, in eval mode, once it passes every
-    check a classifier cache must: the format, its fields, `config` and `vocab`, weights that are finite and fit.
-    A valid file of another config or vocabulary gives None (train again), or with strict=True a CheckpointError;
-    a CheckpointError's message completes "<the file> ...": the caller names the file and the fix. The one place
-    of these rules (load_classifier_checkpoint, cli.archive). Used by the package, not a notebook."""
-    from course_utils.classifier import CLASSIFIER_FORMAT, TrainedClassifier, build_classifier  # it imports this module
-
-    if not isinstance(payload, dict) or payload.get("format") != CLASSIFIER_FORMAT:
-        raise CheckpointError(f"is not a course classifier (format {CLASSIFIER_FORMAT!r} expected)")
-    try:
-        other_config = _differences(dataclasses.asdict(config), payload["config"])
-        saved_vocab, history, state = Vocab.from_dict(payload["vocab"]), list(payload["history"]), payload["state_dict"]
-    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as error:
-        raise CheckpointError(f"holds a damaged classifier ({type(error).__name__}: {_first_sentence(error, 80)})"
-                              ) from None
-    other = (f"was made with another config ({other_config[0]})" if other_config else f"was trained with another "
-             f"{_vocab_difference('French', vocab, saved_vocab)}" if saved_vocab != vocab else None)
-    if other:  # None: a valid file, made for another run (load_or_train_classifier trains again)
-        if strict:
-            raise CheckpointError(other)
-        return None
-    model = build_classifier(config, len(vocab))
-    _load_weights(model, state)
-    return TrainedClassifier(model.eval(), vocab, config, history, fast)
-
-
-def load_classifier_checkpoint(path: str | Path, config: ClassifierConfig, vocab: Vocab, fast: bool = False
-                               ) -> TrainedClassifier | None:
-    """The classifier cached at `path`, read with torch.load(weights_only=True) (no code runs) and checked by
-    classifier_from_payload; None when it is a valid file of another config or vocabulary (train it again).
-    Raises CheckpointError in one line naming the file, the problem and the fix: unreadable or truncated, pickled
-    code, not a course classifier, damaged, NaN weights, weights that do not fit. Used by the package, not a
-    notebook."""
-    path = Path(path)
-    redo = "retrain it (load_or_train_classifier(config, retrain=True)), or delete it"
-    payload = read_weights_only(path, "course classifier", redo)
-    try:
-        return classifier_from_payload(payload, config, vocab, fast)
-    except CheckpointError as error:
-        raise CheckpointError(f"{path} {error}; {redo}") from None
+        raise CheckpointError(f"{path} holds weights that do not fit its config ({_first_sentence(error, 80)}); "
+                              f"{redo}") from None
+    return Checkpoint(payload, model.eval())

@@ -1,20 +1,18 @@
 """What the notebooks say about trained models, in two kinds that a reader can tell apart.
 
+    claims = Claims("../benchmarks/results/claims.json", "stored_run.json", fast=FAST)   # the notebook's files
     claims.check("05.attention_wins_every_length_bucket", gains=[12.5, 11.7, 14.2])   # a property: asserted
     claims.observe("06.sharpest_scorer", "lecture-scaled_general")   # an observation: stored run beside this run
 
-- A **property of the method** holds for any reasonable run: other seeds, thread counts, CPU or GPU, another copy
-  of the corpus. Each is defined once here (`PROPERTIES`: the sentence a notebook says, and the test on the values a
-  notebook measures). `check` asserts it on the learner's own run in full mode; fast-mode models are smoke tests,
-  so there it only reports. The evidence is `benchmarks/results/claims.json`, made by `benchmarks/claims_evidence.py`
-  (every notebook run top to bottom over seeds, devices and corpora, each `check` and `observe` logged), and
-  `tests/test_claims.py` checks that every property a notebook asserts held in every run of that file.
-- An **observation of one run** (this sentence, this ranking, this count) is printed as "stored run: X; this run:
-  Y", never asserted. The stored run's values are `notebooks/stored_run.json`, written when the committed notebooks
-  are executed with COURSE_RECORD_STORED_RUN=1.
+- A **property of the method** holds for any reasonable run (other seeds, threads, devices, corpus copies). Each is
+  defined once in PROPERTIES: the sentence a notebook says and the test on the values it measures. `check` asserts
+  it in full mode (fast-mode models are smoke tests: it only reports). Its evidence is the evidence file (made by
+  benchmarks/claims_evidence.py: every notebook run over seeds, devices and corpora, each check and observe logged)
+  or a results file beside it; tests/test_claims.py checks that it held in every run.
+- An **observation of one run** is printed as "stored run: X; this run: Y", never asserted; the stored run's values
+  are the stored-run file, written when the committed notebooks are executed with COURSE_RECORD_STORED_RUN=1.
 
-Not about computing the values: the notebooks compute them in the open, and this module only judges and records.
-Used from notebook 04 on (`check`; `observe` from 06).
+The caller names both files; the notebooks compute the values in the open. Introduced in notebook 04.
 """
 from __future__ import annotations
 
@@ -27,29 +25,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from course_utils.runtime import fast_mode
+from course_utils.corpus import display_path
 
-__all__ = ["PROPERTIES", "Property", "check", "observe", "stored_run", "evidence_values", "REPO", "EVIDENCE",
-           "STORED_RUN", "LOG_ENV", "RECORD_ENV"]
+__all__ = ["PROPERTIES", "Property", "Claims", "LOG_ENV"]
 
-REPO = Path(__file__).resolve().parent.parent  # the repository: the evidence and stored-run files live in it
-EVIDENCE = REPO / "benchmarks" / "results" / "claims.json"  # every run of the evidence, each check and observe
-STORED_RUN = REPO / "notebooks" / "stored_run.json"  # the observations of the run stored in the notebooks
 LOG_ENV = "COURSE_CLAIMS_LOG"  # a file: every check and observe appends one JSON line to it (the evidence runs)
-RECORD_ENV = "COURSE_RECORD_STORED_RUN"  # 1: observe() writes this run's values into STORED_RUN (full mode only)
+_RECORD_ENV = "COURSE_RECORD_STORED_RUN"  # 1: observe() writes this run's values into the stored-run file (full mode)
 
 
 @dataclass(frozen=True)
 class Property:
-    """A statement a notebook makes about any reasonable trained model, and its test on the measured values.
-
-    Used by the package, not a notebook."""
+    """A statement a notebook makes about any reasonable trained model, and its test on the measured values."""
 
     name: str  # "<notebook>.<what>", e.g. "05.attention_wins_every_length_bucket"
     statement: str  # the sentence, as the notebook says it
     holds: Callable[[Mapping[str, Any]], bool]  # values (keyword arguments of check) -> does it hold?
-    # where its multi-seed evidence lives when not in EVIDENCE's logged learner runs: (a results file relative to
-    # REPO, a function of that file's JSON -> the values of each of its runs, as check's keyword arguments)
+    # where its multi-seed evidence lives when not in the evidence file's logged learner runs: (a results file beside
+    # the evidence file, a function of that file's JSON -> the values of each of its runs, as check's keyword arguments)
     evidence: tuple[str, Callable[[Mapping[str, Any]], list[Mapping[str, Any]]]] | None = None
 
 
@@ -143,14 +135,14 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in [
     # 09: lecture-transformer against lecture-bahdanau, 5 seeds x CPU/GPU x two corpora
     Property("09.transformer_chrf_above_gru", "the lecture Transformer's test chrF is above the lecture GRU's "
              "(test BLEU has no clear winner)", lambda v: v["transformer_chrf"] > v["gru_chrf"],
-             ("benchmarks/results/transformer_vs_gru.json", _transformer_chrf_evidence)),
+             ("transformer_vs_gru.json", _transformer_chrf_evidence)),
     # 10: on the toy task with gold alignments, over the seeds and attention kinds of alignment.json
     Property("10.shift_hurts_rnn_decoders", "for an RNN decoder, reading the weights one step later (shifted "
              "attention, which helps Transformers) aligns worse than the attention argmax",
              lambda v: v["aer"]["shifted attention"] > v["aer"]["attention argmax"],
-             ("benchmarks/results/alignment.json", _shift_evidence)),
+             ("alignment.json", _shift_evidence)),
     Property("10.eos_mask_lowers_aer", "taking <eos> out of the keys lowers the attention argmax's alignment error",
-             lambda v: v["masked"] < v["plain"], ("benchmarks/results/alignment.json", _eos_mask_evidence)),
+             lambda v: v["masked"] < v["plain"], ("alignment.json", _eos_mask_evidence)),
 ]}
 
 
@@ -167,14 +159,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _log(record: dict) -> None:
-    path = os.environ.get(LOG_ENV, "").strip()
-    if path:
-        with open(path, "a", encoding="utf-8") as file:
-            file.write(json.dumps({**record, "fast": fast_mode()}) + "\n")
-
-
-@functools.lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=8)
 def _evidence_runs(path: Path) -> tuple[dict, ...]:
     """The runs of the evidence file, read once per process (() where it is missing or unreadable)."""
     try:
@@ -190,66 +175,80 @@ def _holds(prop: Property, values: Mapping[str, Any]) -> bool:
         return False
 
 
-def evidence_values(prop: Property) -> tuple[str, list[Mapping[str, Any]]]:
-    """(the evidence file, relative to REPO; the values of each of its runs) of a property: its own results file
-    when it names one, else the learner runs logged in EVIDENCE. Used by the package, not a notebook."""
-    if prop.evidence is not None:
-        path, runs_of = prop.evidence
-        try:
-            return path, list(runs_of(json.loads((REPO / path).read_text())))
-        except (OSError, ValueError, KeyError):
-            return path, []
-    return str(EVIDENCE.relative_to(REPO)), [record["values"] for run in _evidence_runs(EVIDENCE)
+class Claims:
+    """Judges and records a notebook's claims against its evidence file and its stored-run file.
+
+    evidence: the evidence file (its folder holds the properties' own results files); stored_run: the stored run's
+    observations (JSON); fast: smoke-test models (nothing asserted, nothing recorded); log: a file each check and
+    observe appends a JSON line to, and record: write this run's observations into `stored_run` (full mode only);
+    None reads them from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 04.
+    """
+
+    def __init__(self, evidence: str | os.PathLike, stored_run: str | os.PathLike, fast: bool = False,
+                 log: str | os.PathLike | None = None, record: bool | None = None):
+        self.evidence, self.stored_run_file, self.fast = Path(evidence).resolve(), Path(stored_run), fast
+        self.log = log if log is not None else (os.environ.get(LOG_ENV, "").strip() or None)
+        self.record = record if record is not None else os.environ.get(_RECORD_ENV, "").strip() == "1"
+
+    def _log(self, record: dict) -> None:
+        if self.log:
+            with open(self.log, "a", encoding="utf-8") as file:
+                file.write(json.dumps({**record, "fast": self.fast}) + "\n")
+
+    def evidence_values(self, prop: Property) -> tuple[str, list[Mapping[str, Any]]]:
+        """(the file the evidence of `prop` lives in, as display_path shows it; the values of each of its runs): its
+        own results file beside the evidence file when it names one, else the learner runs the evidence file logs."""
+        if prop.evidence is not None:
+            name, runs_of = prop.evidence
+            path = self.evidence.parent / name
+            try:
+                return display_path(path), list(runs_of(json.loads(path.read_text())))
+            except (OSError, ValueError, KeyError):
+                return display_path(path), []
+        return display_path(self.evidence), [record["values"] for run in _evidence_runs(self.evidence)
                                              for record in run["properties"] if record["name"] == prop.name]
 
+    def _evidence_line(self, prop: Property) -> str:
+        """'; held in 17 of 17 runs of benchmarks/results/claims.json', judged by the property as defined now on
+        each run's values ('' where the file has no run of it)."""
+        path, runs = self.evidence_values(prop)
+        held = [_holds(prop, values) for values in runs]
+        return f"; held in {sum(held)} of {len(held)} runs of {path}" if held else ""
 
-def _evidence_line(prop: Property) -> str:
-    """'; held in 17 of 17 runs of benchmarks/results/claims.json', judged by the property as defined now on each
-    run's values, as tests/test_claims.py judges it ('' where the file has no run of it)."""
-    path, runs = evidence_values(prop)
-    held = [_holds(prop, values) for values in runs]
-    return f"; held in {sum(held)} of {len(held)} runs of {path}" if held else ""
+    def check(self, name: str, **values: Any) -> bool:
+        """Judge property `name` on this run's `values` (keyword arguments, as PROPERTIES[name].holds reads them),
+        print one line, log it, and in full mode raise AssertionError if it does not hold. Returns whether it held.
+        Introduced in notebook 04."""
+        prop = PROPERTIES[name]
+        values = _plain(values)
+        held = _holds(prop, values)
+        self._log({"kind": "property", "name": name, "held": held, "values": values})
+        if held or self.fast:
+            verdict = "holds" if held else "does not hold (fast mode: smoke-test models, not asserted)"
+            print(f"property: {prop.statement}: {verdict} on this run{self._evidence_line(prop)}")
+            return held
+        raise AssertionError(f"property {name!r} ({prop.statement}) does not hold on this run: {values}. It held in "
+                             f"every run of {self.evidence_values(prop)[0]}: please report this run (seed, device, "
+                             "corpus)")
 
+    def stored_run(self) -> dict[str, Any]:
+        """The observations of the stored run, {} when there is none."""
+        try:
+            return json.loads(self.stored_run_file.read_text())
+        except (OSError, ValueError):
+            return {}
 
-def check(name: str, **values: Any) -> bool:
-    """Judge property `name` on this run's `values` (keyword arguments, as PROPERTIES[name].holds reads them),
-    print one line, log it (COURSE_CLAIMS_LOG), and in full mode raise AssertionError if it does not hold.
-
-    Returns whether it held. In fast mode (smoke-test models) nothing is asserted. Introduced in notebook 04."""
-    prop = PROPERTIES[name]
-    values = _plain(values)
-    held = _holds(prop, values)
-    _log({"kind": "property", "name": name, "held": held, "values": values})
-    if held or fast_mode():
-        verdict = "holds" if held else "does not hold (fast mode: smoke-test models, not asserted)"
-        print(f"property: {prop.statement}: {verdict} on this run{_evidence_line(prop)}")
-        return held
-    raise AssertionError(f"property {name!r} ({prop.statement}) does not hold on this run: {values}. It held in "
-                         f"every run of {evidence_values(prop)[0]}: please report this run (seed, device, corpus)")
-
-
-def stored_run() -> dict[str, Any]:
-    """The observations of the run stored in the notebooks (notebooks/stored_run.json), {} when there is none.
-
-    Used by the package, not a notebook."""
-    try:
-        return json.loads(STORED_RUN.read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def observe(name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
-    """Print an observation of one run as "stored run: X; this run: Y" (`show` formats a value), log it, and with
-    COURSE_RECORD_STORED_RUN=1 in full mode record it as the stored run's. Never asserts. Returns `value`.
-
-    `name` is "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 04."""
-    value = _plain(value)
-    stored = stored_run()
-    if os.environ.get(RECORD_ENV, "").strip() == "1" and not fast_mode():
-        stored[name] = value
-        STORED_RUN.write_text(json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-    _log({"kind": "observation", "name": name, "value": value})
-    before = show(stored[name]) if name in stored else "(none recorded)"
-    mode = " (fast mode: smoke-test models)" if fast_mode() else ""
-    print(f"observation {name}: stored run {before}; this run{mode} {show(value)}")
-    return value
+    def observe(self, name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
+        """Print an observation of one run as "stored run: X; this run: Y" (`show` formats a value), log it, and when
+        recording in full mode store it as the stored run's. Never asserts. Returns `value`. `name` is
+        "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 04."""
+        value = _plain(value)
+        stored = self.stored_run()
+        if self.record and not self.fast:
+            stored[name] = value
+            self.stored_run_file.write_text(json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+        self._log({"kind": "observation", "name": name, "value": value})
+        before = show(stored[name]) if name in stored else "(none recorded)"
+        mode = " (fast mode: smoke-test models)" if self.fast else ""
+        print(f"observation {name}: stored run {before}; this run{mode} {show(value)}")
+        return value

@@ -2,7 +2,7 @@
 
     batch = subject_batch(pairs, vocab)          # SubjectBatch(words (B, S), mask, labels (B,), gold (B, S))
     out = AttentionClassifier(len(vocab))(batch.words, batch.mask)   # logits (B, C), weights (B, S), sparsity
-    trained = load_or_train_classifier(ClassifierConfig(sparsity_weight=0.5))   # cached in data_dir()/models/
+    trained = zoo.load_or_train(ClassifierConfig(sparsity_weight=0.5))   # cached by course_utils.zoo
     evaluate_classifier(trained.model, course.splits.test, trained.vocab)      # accuracy, precision, recall, kept
     NOTEBOOK_CLASSIFIERS                         # {label: ClassifierConfig}: the seven notebook 08 trains
 
@@ -12,11 +12,9 @@ rationale: the word a good selection should keep. Introduced in notebook 08.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -25,32 +23,25 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.attention import DotAttention, masked_softmax
-from course_utils.checkpoints import atomic_save, import_archive_on_cache_miss, load_classifier_checkpoint
-from course_utils.corpus import data_dir, display_path
-from course_utils.data import Pair, load_course_data
+from course_utils.data import Pair
 from course_utils.metrics import RationaleScores, rationale_scores
-from course_utils.runtime import Log, course_seed, eval_mode, fast_mode, reporter
+from course_utils.runtime import eval_mode
 from course_utils.vocab import PAD_ID, UNK_ID, Vocab
 
-__all__ = ["SUBJECTS", "FRENCH_SUBJECTS", "CLASSIFIER_FORMAT", "FAST_CLASSIFIER", "subject_label", "gold_rationale",
-           "SubjectBatch", "subject_batch", "subject_batches", "ClassifierOutput", "LectureAttentionClassifier",
-           "AttentionClassifier", "SoftAttentionClassifier", "BagOfWordsClassifier", "selected_words",
+__all__ = ["SUBJECTS", "subject_label", "gold_rationale", "SubjectBatch", "subject_batch", "ClassifierOutput",
+           "LectureAttentionClassifier", "AttentionClassifier", "SoftAttentionClassifier", "BagOfWordsClassifier",
            "ClassifierConfig", "NOTEBOOK_CLASSIFIERS", "build_classifier", "train_classifier", "ClassifierScores",
-           "evaluate_classifier", "TrainedClassifier", "classifier_path", "training_config", "load_or_train_classifier",
-           "highlight_html"]
+           "evaluate_classifier", "highlight_html"]
 
 SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label order
-FRENCH_SUBJECTS = {"i": ("je", "j"), "he": ("il",), "she": ("elle",), "you": ("tu", "vous", "t"),
+_FRENCH_SUBJECTS = {"i": ("je", "j"), "he": ("il",), "she": ("elle",), "you": ("tu", "vous", "t"),
                    "we": ("nous", "on"), "they": ("ils", "elles")}  # normalised: "j'ai" -> "j ai", "t'es" -> "t es"
-CLASSIFIER_FORMAT = "course_utils.classifier/1"
-FAST_CLASSIFIER = dict(epochs=2, max_train_pairs=1000)  # fast mode (COURSE_FAST=1): seconds, a smoke test
 
 
 # ---------------------------------------------------------------------------------------------- the task
 def subject_label(english: str) -> int:
     """The class id of a normalised English sentence from its first word ("you re ..." -> SUBJECTS.index("you")).
-
-    Introduced in notebook 08."""
+"""
     first = english.split(" ")[0]
     if first not in SUBJECTS:
         raise ValueError(f"{english!r} does not start with a subject of {SUBJECTS}; filter with data.ENG_PREFIXES")
@@ -59,14 +50,14 @@ def subject_label(english: str) -> int:
 
 def gold_rationale(french: str, label: int) -> list[bool]:
     """True at the first French word that is a subject pronoun of class `label` (all False when there is none,
-    as in "c est mon ami ." -> "he s my friend ."). Introduced in notebook 08."""
-    words, pronouns = french.split(" "), FRENCH_SUBJECTS[SUBJECTS[label]]
+    as in "c est mon ami ." -> "he s my friend .")."""
+    words, pronouns = french.split(" "), _FRENCH_SUBJECTS[SUBJECTS[label]]
     first = next((i for i, word in enumerate(words) if word in pronouns), None)
     return [i == first for i in range(len(words))]
 
 
 class SubjectBatch(NamedTuple):
-    """A padded batch of the subject task (no <eos>: every position is a word). Introduced in notebook 08."""
+    """A padded batch of the subject task (no <eos>: every position is a word)."""
     words: Tensor   # (B, S) long, PAD_ID-padded
     mask: Tensor    # (B, S) bool, True on words
     labels: Tensor  # (B,) long, index into SUBJECTS
@@ -74,7 +65,7 @@ class SubjectBatch(NamedTuple):
 
 
 def subject_batch(pairs: Sequence[Pair], vocab: Vocab) -> SubjectBatch:
-    """French sentences as ids (unknown words -> UNK_ID), labels and gold rationales. Introduced in notebook 08."""
+    """French sentences as ids (unknown words -> UNK_ID), labels and gold rationales."""
     sentences = [pair.source.split(" ") for pair in pairs]
     S = max(len(words) for words in sentences)
     labels = [subject_label(pair.target) for pair in pairs]
@@ -85,10 +76,10 @@ def subject_batch(pairs: Sequence[Pair], vocab: Vocab) -> SubjectBatch:
     return SubjectBatch(words, words != PAD_ID, torch.tensor(labels), torch.tensor(gold))  # labels (B,)
 
 
-def subject_batches(pairs: Sequence[Pair] | SubjectBatch, vocab: Vocab | None = None, batch_size: int = 64,
+def _subject_batches(pairs: Sequence[Pair] | SubjectBatch, vocab: Vocab | None = None, batch_size: int = 64,
                     seed: int | None = None) -> Iterator[SubjectBatch]:
     """Batches of `pairs` (or of an already encoded SubjectBatch) in order, or shuffled with `seed`; each padded
-    to its longest sentence only. Introduced in notebook 08."""
+    to its longest sentence only."""
     everything = pairs if isinstance(pairs, SubjectBatch) else subject_batch(pairs, vocab)  # (N, S_max)
     N = len(everything.labels)
     order = torch.arange(N) if seed is None else torch.randperm(N, generator=torch.Generator().manual_seed(seed))
@@ -100,7 +91,7 @@ def subject_batches(pairs: Sequence[Pair] | SubjectBatch, vocab: Vocab | None = 
 
 # ---------------------------------------------------------------------------------------------- models
 class ClassifierOutput(NamedTuple):
-    """What every classifier here returns. Introduced in notebook 08."""
+    """What every classifier here returns."""
     logits: Tensor    # (B, C)
     weights: Tensor   # (B, S): the weight of each word, 0 on padding
     sparsity: Tensor  # scalar: the mean over sentences of the fraction of words kept (0 without gates)
@@ -113,7 +104,7 @@ class LectureAttentionClassifier(nn.Module):
     runs the attender again, so the predictor is never used (no gradient). Bug 2 (the lecture's): the sparsity term
     is the mean of the weights over the PADDING positions (the lecture: a masked mean over `input_ids == padding_id`):
     0 for an unpadded batch, no push on a word. Simplified: 1-layer LSTMs, trained embeddings, unpacked (the
-    lecture: both passes packed, a 2-layer bidirectional LSTM on frozen word vectors). Introduced in notebook 08.
+    lecture: both passes packed, a 2-layer bidirectional LSTM on frozen word vectors).
     """
 
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
@@ -152,7 +143,6 @@ class AttentionClassifier(nn.Module):
 
     selection "soft": gates sigmoid(score); "hard": exactly 0 or 1 (gate > 0.5), trained with the straight-through
     estimator (the gradient of the soft gate). forward(words (B, S), mask (B, S)) -> ClassifierOutput.
-    Introduced in notebook 08.
     """
 
     selects = "threshold"  # a word is selected when its weight is above 0.5
@@ -183,7 +173,7 @@ class AttentionClassifier(nn.Module):
 
 class SoftAttentionClassifier(nn.Module):
     """Soft attention pooling: a bidirectional GRU, a learned query scored against every state (dot product),
-    masked softmax, the context classified. Weights sum to 1; no sparsity. Introduced in notebook 08."""
+    masked softmax, the context classified. Weights sum to 1; no sparsity."""
 
     selects = "argmax"  # the selection is the word with the largest weight
 
@@ -206,7 +196,7 @@ class SoftAttentionClassifier(nn.Module):
 class BagOfWordsClassifier(nn.Module):
     """The baseline: logistic regression on word counts, logits = counts @ W^T + b, with W stored as one row of C
     scores per word. `weights`: the masked softmax of each word's score for the predicted class (which word pushed
-    the decision most). Introduced in notebook 08."""
+    the decision most)."""
 
     selects = "argmax"
 
@@ -224,9 +214,9 @@ class BagOfWordsClassifier(nn.Module):
         return ClassifierOutput(logits, masked_softmax(chosen, mask), logits.new_zeros(()))
 
 
-def selected_words(model: nn.Module, output: ClassifierOutput, mask: Tensor) -> Tensor:
+def _selected_words(model: nn.Module, output: ClassifierOutput, mask: Tensor) -> Tensor:
     """The words a model selects, (B, S) bool: gates above 0.5 (`AttentionClassifier`), else the one word of largest
-    weight. Introduced in notebook 08."""
+    weight."""
     if model.selects == "threshold":
         return (output.weights > 0.5) & mask  # (B, S)
     return F.one_hot(output.weights.argmax(dim=-1), mask.shape[1]).bool() & mask  # (B, S)
@@ -236,8 +226,7 @@ def selected_words(model: nn.Module, output: ClassifierOutput, mask: Tensor) -> 
 @dataclass
 class ClassifierConfig:
     """How to build and train a classifier. kind: "gated" (AttentionClassifier), "soft" or "bow".
-
-    Introduced in notebook 08."""
+"""
     kind: str = "gated"
     selection: str = "soft"  # gated only: "soft" or "hard"
     sparsity_weight: float = 0.0  # loss = cross-entropy + sparsity_weight * sparsity
@@ -268,7 +257,7 @@ NOTEBOOK_CLASSIFIERS: dict[str, ClassifierConfig] = {
 
 
 def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
-    """The model `config.kind` names, seeded with config.seed. Introduced in notebook 08."""
+    """The model `config.kind` names, seeded with config.seed."""
     torch.manual_seed(config.seed)
     sizes = dict(embedding_size=config.embedding_size, hidden_size=config.hidden_size)
     if config.kind == "gated":
@@ -284,15 +273,14 @@ def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, conf
                      log: Callable[[str], None] | None = print) -> list[dict]:
     """Adam on cross-entropy + sparsity_weight * sparsity, config.epochs passes over shuffled `pairs`.
 
-    Returns the history: one dict per epoch (epoch, loss, accuracy, kept on the training batches, seconds).
-    Introduced in notebook 08."""
+    Returns the history: one dict per epoch (epoch, loss, accuracy, kept on the training batches, seconds)."""
     encoded = subject_batch(list(pairs)[:config.max_train_pairs], vocab)  # (N, S_max): encoded once
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     history, started = [], time.perf_counter()
     model.train()
     for epoch in range(1, config.epochs + 1):
         totals = torch.zeros(4)  # summed loss, correct, kept fraction, sentences
-        for batch in subject_batches(encoded, batch_size=config.batch_size, seed=config.seed + epoch):
+        for batch in _subject_batches(encoded, batch_size=config.batch_size, seed=config.seed + epoch):
             output = model(batch.words, batch.mask)
             loss = F.cross_entropy(output.logits, batch.labels) + config.sparsity_weight * output.sparsity
             optimizer.zero_grad()
@@ -311,83 +299,30 @@ def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, conf
 
 
 class ClassifierScores(NamedTuple):
-    """Accuracy, and the selection against the gold rationale. Introduced in notebook 08."""
+    """Accuracy, and the selection against the gold rationale."""
     accuracy: float
     rationale: RationaleScores  # precision, recall (sentences with a gold pronoun), kept (all sentences)
 
 
 def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, batch_size: int = 256
                         ) -> ClassifierScores:
-    """Accuracy and rationale precision/recall of `model` on `pairs` (eval mode). Introduced in notebook 08."""
+    """Accuracy and rationale precision/recall of `model` on `pairs` (eval mode)."""
     correct, selections, golds, masks = 0, [], [], []
     with eval_mode(model), torch.no_grad():
-        for batch in subject_batches(pairs, vocab, batch_size):
+        for batch in _subject_batches(pairs, vocab, batch_size):
             output = model(batch.words, batch.mask)
             correct += (output.logits.argmax(-1) == batch.labels).sum().item()
-            selections += list(selected_words(model, output, batch.mask))  # rows (S,): lengths differ by batch
+            selections += list(_selected_words(model, output, batch.mask))  # rows (S,): lengths differ by batch
             golds, masks = golds + list(batch.gold), masks + list(batch.mask)
     pad = torch.nn.utils.rnn.pad_sequence
     rationale = rationale_scores(pad(selections, True), pad(golds, True), pad(masks, True))
     return ClassifierScores(correct / len(pairs), rationale)
 
 
-# ---------------------------------------------------------------------------------------------- caching
-@dataclass
-class TrainedClassifier:
-    """A trained classifier with its vocabulary, config and history. Introduced in notebook 08."""
-    model: nn.Module
-    vocab: Vocab
-    config: ClassifierConfig
-    history: list[dict]
-    fast: bool = False
-
-
-def classifier_path(config: ClassifierConfig, fast: bool | None = None) -> Path:
-    """data_dir()/models/<config.name>.pt, or <name>-fast.pt in fast mode. Introduced in notebook 08."""
-    fast = fast_mode() if fast is None else fast
-    return data_dir() / "models" / f"{config.name}{'-fast' if fast else ''}.pt"
-
-
-def training_config(config: ClassifierConfig, fast: bool = False) -> ClassifierConfig:
-    """The config `config`'s classifier is trained and cached with: FAST_CLASSIFIER's settings in fast mode, and
-    COURSE_SEED, when set, as its seed. Used by the package, not a notebook."""
-    return dataclasses.replace(config, **(FAST_CLASSIFIER if fast else {}), seed=course_seed(config.seed))
-
-
-def load_or_train_classifier(config: ClassifierConfig, data=None, retrain: bool = False, log: Log = print
-                             ) -> TrainedClassifier:
-    """`config`'s classifier, trained once on the course's train split and cached (atomically) at
-    classifier_path(config); loaded from there afterwards when its vocabulary and config match. Fast mode trains
-    on FAST_CLASSIFIER's few pairs and caches separately; COURSE_SEED, when set, replaces config.seed. On a cache
-    miss, the archive COURSE_MODELS_ARCHIVE names (cli.archive) is imported first. A cached file that cannot be
-    used (unreadable, pickled code, damaged: load_classifier_checkpoint) raises CheckpointError; retrain=True
-    replaces it. Introduced in notebook 08."""
-    fast, say = fast_mode(), reporter(log)
-    data = load_course_data(log=None) if data is None else data
-    path = classifier_path(config, fast)
-    train_config = training_config(config, fast)
-    if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        import_archive_on_cache_miss(fast, data, log)
-    if path.exists() and not retrain:
-        trained = load_classifier_checkpoint(path, train_config, data.src_vocab, fast)
-        if trained is not None:
-            say(f"Loaded {config.name} from {display_path(path)}")
-            return trained
-        say(f"{display_path(path)} was made with another config or vocabulary: training again")
-    say(f"Training {config.name}{' in fast mode' if fast else ''}; it will be cached at {display_path(path)}")
-    model = build_classifier(train_config, len(data.src_vocab))
-    history = train_classifier(model, data.splits.train, data.src_vocab, train_config, log=log)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_save({"format": CLASSIFIER_FORMAT, "config": dataclasses.asdict(train_config),
-                 "vocab": data.src_vocab.to_dict(), "history": history,
-                 "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}}, path)
-    return TrainedClassifier(model, data.src_vocab, train_config, history, fast)
-
-
 # ---------------------------------------------------------------------------------------------- showing
 def highlight_html(tokens: Sequence[str], weights: Sequence[float] | Tensor) -> str:
     """One sentence as ONE line of inline <span>s, each word's background opacity = its weight (0..1); render with
-    IPython.display.HTML. Introduced in notebook 08."""
+    IPython.display.HTML."""
     import html
 
     weights = [float(w) for w in weights]

@@ -1,45 +1,23 @@
-"""Recipes: named, commented ways to build and train a model, and the cache of trained models.
+"""Recipes: named, commented ways to build and train a model.
 
     recipe = get_recipe("lecture-bahdanau")              # Recipe(name, model=ModelConfig, train=TrainConfig)
-    trained = train_recipe(recipe, data, epochs=2)       # keyword arguments override TrainConfig fields
-    trained = load_or_train("lecture-bahdanau")          # trained once, cached under data/models/, loaded after
+    variant = recipe.with_training(learning_rate=1e-3)   # a variant is dataclasses.replace
 
 A Recipe is composed of the two configs the rest of the package already has: a ModelConfig template (vocabulary
-sizes left None, filled from the data) and a TrainConfig. Every field of either config is therefore a recipe
-setting, and a variant is `dataclasses.replace`: `recipe.with_model(attention="general")`,
-`recipe.with_training(learning_rate=1e-3)`. Introduced in notebook 04 (the lecture recipes compared) and 05.
+sizes left None, filled from the data) and a TrainConfig; every field of either is a recipe setting. Training and
+caching a recipe's model is course_utils.zoo's (train_recipe, load_or_train). Introduced in notebook 04.
 """
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-import torch
-
-from course_utils.checkpoints import (
-    CheckpointError,
-    TrainedModel,
-    import_archive_on_cache_miss,
-    load_checkpoint,
-    save_checkpoint,
-)
-from course_utils.corpus import data_dir, display_path
-from course_utils.data import CourseData, load_course_data
-from course_utils.runtime import Log, course_seed, fast_mode, reporter
-from course_utils.seq2seq import ModelConfig, count_parameters
-from course_utils.train import TrainConfig, train
-from course_utils.transformer import TransformerConfig, build_model
+from course_utils.seq2seq import ModelConfig
+from course_utils.train import TrainConfig
+from course_utils.transformer import TransformerConfig
 from course_utils.vocab import Vocab
 
-__all__ = ["Recipe", "LECTURE_MODEL", "LECTURE_TRAINING", "FULL_MODEL", "FULL_TRAINING",
-           "TRANSFORMER_MODEL", "TRANSFORMER_TRAINING", "FULL_TRANSFORMER_MODEL", "FULL_TRANSFORMER_TRAINING",
-           "RECIPES", "DEFAULT_RECIPE",
-           "get_recipe", "FAST_TRAIN_PAIRS", "FAST_EVAL_PAIRS", "FAST_OVERRIDES", "model_path", "SECONDS_PER_EPOCH",
-           "FAST_SECONDS_PER_MODEL", "minutes", "estimate_seconds", "training_notice", "training_config",
-           "train_recipe", "load_or_train"]
+__all__ = ["Recipe", "RECIPES", "DEFAULT_RECIPE", "get_recipe"]
 
 
 @dataclass(frozen=True)
@@ -73,17 +51,17 @@ class Recipe:
         return dataclasses.replace(self, name=name or self.name, train=dataclasses.replace(self.train, **fields))
 
 
-# The lecture recipe: trains live in class in about three minutes on a 2-core CPU (155 s on the quiet course
-# machine) and beats the classic tutorial's test BLEU by more than half. Unidirectional encoder, the tutorial's
+# The lecture recipe: trains live in class on a 2-core CPU (the README measures it) and beats the classic
+# tutorial's test BLEU by more than half. Unidirectional encoder, the tutorial's
 # hidden size, batches of 128 pairs of similar source length (few Python steps per epoch, large matrix products), a
 # high learning rate that decays each epoch.
 # Tuned on the dev split with benchmarks/recipe_sweep.py, 3 seeds per setting (benchmarks/README.md).
-LECTURE_MODEL = ModelConfig(
+_LECTURE_MODEL = ModelConfig(
     embedding_size=128,  # small embeddings: the vocabulary has only ~4,000 French / 2,600 English words
     hidden_size=256,  # the classic tutorial's size, so the comparison is fair
     dropout=0.1,  # little regularisation: ten epochs barely overfit (0.2: -2.7 dev BLEU; 0.0: +0.6, within noise)
 )
-LECTURE_TRAINING = TrainConfig(
+_LECTURE_TRAINING = TrainConfig(
     epochs=10,  # 10 x 8,750 pairs (8 or 6 epochs at higher learning rates lost 3-7 dev BLEU)
     batch_size=128,  # large matrix products; 96 learns more per epoch (+3.4 dev BLEU at 3e-3) but runs 1.2x slower
     bucket_by="source",  # batches of similar source length: +2 dev BLEU over target-length buckets (3 seeds)
@@ -98,14 +76,14 @@ LECTURE_TRAINING = TrainConfig(
 # The strongest model of the course: bidirectional encoder, regularised, 5-9 minutes on a 2-core CPU. Every setting
 # was checked against the alternatives in the comment with test runs of the whole recipe, and the last changes on the
 # dev split with benchmarks/recipe_sweep.py (benchmarks/README.md).
-FULL_MODEL = ModelConfig(
+_FULL_MODEL = ModelConfig(
     attention="bahdanau",
     bidirectional=True,  # read the French sentence both ways; keys become 2H wide, a bridge maps to H
     embedding_size=256,  # 128 lost ~0.7 BLEU
     hidden_size=256,  # 384 and 512 learn more per epoch but fit fewer epochs into the time budget
     dropout=0.25,  # +0.8 dev BLEU over 0.3 (2 seeds); 0.35 and 0.4 worse
 )
-FULL_TRAINING = TrainConfig(
+_FULL_TRAINING = TrainConfig(
     label_smoothing=0.2,  # +0.6 BLEU with beam search over no smoothing; 0.1 and 0.3 slightly worse
     epochs=26,  # dev BLEU flattens after ~20 epochs; the time budget may stop it a little earlier (18: -1.7 dev BLEU)
     batch_size=64,  # 32 and 48 were slower per epoch and no better
@@ -117,28 +95,28 @@ FULL_TRAINING = TrainConfig(
 )
 
 # Notebook 09's Transformer (pre-LN, course_utils.transformer), on the lecture GRU's data and about its CPU time
-# (10 epochs in 94 s at 2 threads where lecture-bahdanau took 91 s, one machine). Tuned on the dev split with
+# (benchmarks/results/transformer_vs_gru.json). Tuned on the dev split with
 # benchmarks/transformer_vs_gru.py --sweep, 2 seeds per setting on a GPU (benchmarks/results/transformer_vs_gru.json).
-TRANSFORMER_MODEL = TransformerConfig(
+_TRANSFORMER_MODEL = TransformerConfig(
     hidden_size=128,  # H = d_model; 256 (4.3M parameters) took twice the CPU time for -0.7 dev BLEU; 192: -2.0
     heads=4,  # Dh = 32 per head (8 heads at H=256: -0.3 dev BLEU, within noise)
     layers=2,  # two encoder and two decoder layers (one layer: -4.3 dev BLEU; three: +0.3 for 1.2x the time)
     ff_size=256,  # feed-forward width 2H (4H at H=256: -0.6 dev BLEU)
     dropout=0.1,  # 0.2: -4.1 dev BLEU in ten epochs
 )
-TRANSFORMER_TRAINING = dataclasses.replace(
-    LECTURE_TRAINING,
+_TRANSFORMER_TRAINING = dataclasses.replace(
+    _LECTURE_TRAINING,
     learning_rate=2e-3,  # pre-LN trains without a warm-up; 5e-4: -10.5 dev BLEU (at H=256)
     lr_decay=0.9,  # +1.4 dev BLEU over 0.85 (at H=256)
     cuda_graphs=False,  # the recorded graphs are the GRU decoder's step loop; a Transformer has none
 )
 # Not tuned beyond the dev check in the results file: the lecture model at H=256 with the full GRU recipe's training.
-FULL_TRANSFORMER_MODEL = dataclasses.replace(TRANSFORMER_MODEL, hidden_size=256, ff_size=512)
-FULL_TRANSFORMER_TRAINING = dataclasses.replace(FULL_TRAINING, cuda_graphs=False)
+_FULL_TRANSFORMER_MODEL = dataclasses.replace(_TRANSFORMER_MODEL, hidden_size=256, ff_size=512)
+_FULL_TRANSFORMER_TRAINING = dataclasses.replace(_FULL_TRAINING, cuda_graphs=False)
 
 
 def _lecture(attention: str, prefix: str = "lecture") -> Recipe:
-    return Recipe(f"{prefix}-{attention}", dataclasses.replace(LECTURE_MODEL, attention=attention), LECTURE_TRAINING)
+    return Recipe(f"{prefix}-{attention}", dataclasses.replace(_LECTURE_MODEL, attention=attention), _LECTURE_TRAINING)
 
 
 RECIPES: dict[str, Recipe] = {
@@ -152,12 +130,12 @@ RECIPES: dict[str, Recipe] = {
         # saturates within a few optimiser steps, and some seeds never recover: over 10 seeds general scores below
         # the recipe without attention at 3 seeds (worst 30.2 test BLEU), dot only 3.6 above it at its worst, where
         # every lecture recipe with attention is 6 or more above it (benchmarks/results/attention_seeds.json, nb 04).
-        Recipe("exhibit-dot-unscaled", dataclasses.replace(LECTURE_MODEL, attention="dot"), LECTURE_TRAINING),
-        Recipe("exhibit-general-unscaled", dataclasses.replace(LECTURE_MODEL, attention="general"), LECTURE_TRAINING),
-        Recipe("full-bahdanau", FULL_MODEL, FULL_TRAINING,
+        Recipe("exhibit-dot-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="dot"), _LECTURE_TRAINING),
+        Recipe("exhibit-general-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="general"), _LECTURE_TRAINING),
+        Recipe("full-bahdanau", _FULL_MODEL, _FULL_TRAINING,
                beam_width=5),  # +2.5 BLEU over greedy decoding; width 10 and length_penalty 0.6 made no difference
-        Recipe("lecture-transformer", TRANSFORMER_MODEL, TRANSFORMER_TRAINING),  # notebook 09
-        Recipe("full-transformer", FULL_TRANSFORMER_MODEL, FULL_TRANSFORMER_TRAINING, beam_width=5),
+        Recipe("lecture-transformer", _TRANSFORMER_MODEL, _TRANSFORMER_TRAINING),  # notebook 09
+        Recipe("full-transformer", _FULL_TRANSFORMER_MODEL, _FULL_TRANSFORMER_TRAINING, beam_width=5),
     ]
 }
 DEFAULT_RECIPE = "lecture-bahdanau"
@@ -168,130 +146,3 @@ def get_recipe(name: str) -> Recipe:
     if name not in RECIPES:
         raise KeyError(f"no recipe called {name!r}; known recipes: {', '.join(RECIPES)}")
     return RECIPES[name]
-
-
-# ------------------------------------------------------------------------------------------------ load_or_train
-FAST_TRAIN_PAIRS = 300  # fast mode: this many training pairs, one epoch, dev BLEU on FAST_EVAL_PAIRS
-FAST_EVAL_PAIRS = 100
-FAST_OVERRIDES = dict(epochs=1, max_train_pairs=FAST_TRAIN_PAIRS, max_eval_pairs=FAST_EVAL_PAIRS, time_budget=None)
-
-
-def model_path(name: str, fast: bool | None = None) -> Path:
-    """Where load_or_train caches recipe `name`: data_dir()/models/<name>.pt, or <name>-fast.pt in fast mode.
-
-    Introduced in notebook 04."""
-    fast = fast_mode() if fast is None else fast
-    return data_dir() / "models" / f"{name}{'-fast' if fast else ''}.pt"
-
-
-# How long a recipe trains, as a notebook says before load_or_train trains several models (and pretrain before
-# its first model has trained; afterwards pretrain uses the run's own measured times).
-# Full mode: after the speed work (issue 25), `pretrain` trained each lecture model's 10 epochs in 55-65 s with the
-# dev evaluation on the quiet 2-core course machine (`train --recipe lecture-bahdanau`: 5.5-5.8 s an epoch of
-# training), so about 6 s an epoch. Fast mode: one short epoch (300 pairs, dev BLEU on 100);
-# `python -m course_utils pretrain --fast` took 17-48 s a model, 29 s on average, on a busy 2-core CPU (load ~5).
-SECONDS_PER_EPOCH = 6.0
-FAST_SECONDS_PER_MODEL = 30.0
-
-
-def minutes(seconds: float) -> str:
-    """'45 s' under a minute and a half, else '3 min'. Used by the package, not a notebook."""
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
-
-
-def estimate_seconds(name: str, fast: bool) -> float:
-    """The constant estimate for training recipe `name` (before anything was measured in a run).
-
-    Used by the package, not a notebook.
-    """
-    return FAST_SECONDS_PER_MODEL if fast else SECONDS_PER_EPOCH * get_recipe(name).train.epochs
-
-
-def training_notice(names: Sequence[str], fast: bool | None = None) -> str | None:
-    """What a notebook says before load_or_train trains several models: how many, about how long, and that
-    `pretrain` does it ahead; None when all are cached. Introduced in notebook 04 (and used in 06)."""
-    fast = fast_mode() if fast is None else fast
-    missing = [name for name in names if not model_path(name, fast).exists()]
-    if not missing:
-        return None
-    seconds = sum(estimate_seconds(name, fast) for name in missing)
-    return (f"This will train {len(missing)} model(s){' in fast mode' if fast else ''} ({', '.join(missing)}), "
-            f"about {minutes(seconds)} on a 2-core CPU. To have them ready before class, run "
-            f"`python -m course_utils pretrain{' --fast' if fast else ''}` once in a terminal.")
-
-
-def training_config(recipe: Recipe, fast: bool = False, **overrides) -> TrainConfig:
-    """The TrainConfig train_recipe trains `recipe` with: fast mode's FAST_OVERRIDES (fast=True), then `overrides`
-    (TrainConfig fields); the seed is the overrides', else COURSE_SEED (runtime.course_seed), else the recipe's.
-    The one place these settings are merged (the command line prints them before training). Used by the package, not
-    a notebook."""
-    overrides = {**(FAST_OVERRIDES if fast else {}), **overrides}
-    overrides.setdefault("seed", course_seed(recipe.train.seed))  # COURSE_SEED: another run of the same recipe
-    return recipe.train_config(**overrides)
-
-
-def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress: bool = True,
-                 log: Callable[[str], None] | None = print, **overrides) -> TrainedModel:
-    """Build the recipe's model (seeded) and train it on `data`; fast=True trains briefly (smoke tests).
-
-    `overrides` replace TrainConfig fields (e.g. epochs=2, device="cpu"); without a `seed` among them the recipe's
-    seed is used, or COURSE_SEED when set (runtime.course_seed). Introduced in notebook 05.
-    """
-    train_config = training_config(recipe, fast, **overrides)
-    model_config = recipe.model_config(data.src_vocab, data.tgt_vocab)
-    torch.manual_seed(train_config.seed)
-    model = build_model(model_config)  # Seq2Seq, or TransformerSeq2Seq for a TransformerConfig
-    history = train(model, data, train_config, progress=progress, log=log)
-    model.eval()
-    return TrainedModel(recipe.name, model, data.src_vocab, data.tgt_vocab, model_config, train_config, history, fast)
-
-
-def load_or_train(name: str = DEFAULT_RECIPE, data: CourseData | None = None, retrain: bool = False,
-                  progress: bool = True, log: Log = print) -> TrainedModel:
-    """Recipe `name`, trained once and cached under data_dir()/models/ (git-ignored); loaded from there afterwards.
-
-    In fast mode (environment COURSE_FAST=1) the recipe trains on a few hundred pairs for one epoch (seconds) and
-    is cached separately as <name>-fast.pt, so a smoke-test model is never mistaken for a real one.
-
-    Args:
-        name: a key of RECIPES, e.g. "lecture-bahdanau".
-        data: CourseData (default: load_course_data() with the default settings).
-        retrain: train even when a cached model exists (and overwrite it).
-        progress: show tqdm bars while training.
-        log: gets where the model comes from and how long training took, and each epoch's line (None: silent).
-    Returns:
-        TrainedModel (model in eval mode, on the CPU).
-    Raises:
-        CheckpointError: the cached model was trained on other data; the message says how to retrain.
-        cli.archive.ArchiveError: COURSE_MODELS_ARCHIVE names an archive that does not fit (on a cache miss, it is
-            imported before anything trains).
-
-    Introduced in notebook 04.
-    """
-    recipe = get_recipe(name)
-    fast = fast_mode()
-    path = model_path(name, fast)
-    say = reporter(log)
-    if data is None:
-        data = load_course_data(log=None)
-    if not retrain and not path.exists():  # COURSE_MODELS_ARCHIVE: the lecturer's models first, when set
-        import_archive_on_cache_miss(fast, data, log)
-    if path.exists() and not retrain:
-        try:
-            trained = load_checkpoint(path, data.src_vocab, data.tgt_vocab,
-                                      config=recipe.model_config(data.src_vocab, data.tgt_vocab))
-        except CheckpointError as error:
-            raise CheckpointError(f"{error}\n(cached model of recipe {name!r}: retrain it with "
-                                  f"load_or_train({name!r}, retrain=True))") from error
-        say(f"Loaded {name}{' (fast mode)' if fast else ''} from {display_path(path)} "
-            f"(trained {trained.history.train_seconds:.0f} s, {trained.history.epochs} epochs)")
-        return trained
-    say(f"Training {name}{' in fast mode (COURSE_FAST=1)' if fast else ''}; "
-        f"it will be cached at {display_path(path)}")
-    started = time.perf_counter()
-    trained = train_recipe(recipe, data, fast=fast, progress=progress, log=log)
-    trained.model.cpu()
-    save_checkpoint(path, trained)
-    say(f"Trained {name} ({count_parameters(trained.model):,} parameters) in {time.perf_counter() - started:.0f} s; "
-        f"saved to {display_path(path)}")
-    return trained

@@ -14,8 +14,7 @@ h heads of Dh = H / h each. The decoder's state is its cache: the keys and value
 per layer, so one `step` costs one position, not the whole prefix. Cross-attention weights of a step are (B, S): the
 last layer's, averaged over heads; `cross_attention_heads` gives them per layer and head (`plot_heads` draws them).
 
-`build_model(config)` and `config_from_dict(fields)` are the one dispatch between the two architectures: checkpoints
-store the config as a dict, and a dict without an "architecture" field is a GRU ModelConfig (older checkpoints).
+The dispatch between the two architectures (build_model, config_from_dict) is course_utils.zoo's.
 Introduced in notebook 09.
 """
 from __future__ import annotations
@@ -30,13 +29,11 @@ from torch import Tensor, nn
 
 from course_utils.attention import AttentionOutput
 from course_utils.decoder import DecoderOutput, StepOutput
-from course_utils.seq2seq import ModelConfig, Seq2Seq, Seq2SeqOutput, teacher_forced_input
+from course_utils.seq2seq import ModelConfig, Seq2SeqOutput, teacher_forced_input
 
-__all__ = ["ARCHITECTURES", "TransformerConfig", "config_from_dict", "build_model", "scaled_dot_attention",
+__all__ = ["TransformerConfig", "scaled_dot_attention",
            "causal_mask", "MultiHeadAttention", "sinusoidal_positions", "EncoderLayer", "DecoderLayer",
            "TransformerMemory", "TransformerState", "TransformerDecoder", "TransformerSeq2Seq", "plot_heads"]
-
-ARCHITECTURES = ("gru", "transformer")  # what a checkpoint's config dict may name; missing means "gru"
 
 
 @dataclass
@@ -73,26 +70,6 @@ class TransformerConfig:
         return "transformer"
 
     check_vocabularies = ModelConfig.check_vocabularies
-
-
-def config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
-    """A checkpoint's config dict -> its config: TransformerConfig when fields["architecture"] is "transformer",
-    else a GRU ModelConfig (a dict without the field is one: checkpoints from before notebook 09).
-    Introduced in notebook 09."""
-    fields = dict(fields)
-    architecture = fields.get("architecture", "gru")
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {architecture!r}: choose one of {', '.join(ARCHITECTURES)}")
-    if architecture == "gru":
-        fields.pop("architecture", None)
-        return ModelConfig(**fields)
-    return TransformerConfig(**fields)
-
-
-def build_model(config: ModelConfig | TransformerConfig) -> Seq2Seq | TransformerSeq2Seq:
-    """The model a config describes: a TransformerSeq2Seq for a TransformerConfig, else the GRU Seq2Seq.
-    Introduced in notebook 09."""
-    return TransformerSeq2Seq(config) if isinstance(config, TransformerConfig) else Seq2Seq(config)
 
 
 # ------------------------------------------------------------------------------------------------ attention

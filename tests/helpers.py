@@ -44,7 +44,7 @@ def use_tiny_notebook_models(monkeypatch):
     import dataclasses
 
     from course_utils import classifier, recipes
-    from course_utils.cli.pretrain import NOTEBOOK_MODELS
+    from course_utils.zoo import NOTEBOOK_MODELS
 
     for name in NOTEBOOK_MODELS:
         transformer = getattr(recipes.RECIPES[name].model, "architecture", "") == "transformer"

@@ -1,4 +1,5 @@
-"""Checkpoints: atomic save, safe load (weights_only), clear errors for mismatched or foreign files."""
+"""Checkpoints: atomic save, safe load (weights_only), clear errors for mismatched or foreign files (one loader for
+translators and classifiers)."""
 import dataclasses
 import os
 
@@ -6,16 +7,12 @@ import pytest
 import torch
 from helpers import tiny_config
 
-from course_utils.checkpoints import (
-    CheckpointError,
-    TrainedModel,
-    load_checkpoint,
-    save_checkpoint,
-)
+from course_utils.checkpoints import CheckpointError
 from course_utils.data import TranslationDataset, collate_batch
 from course_utils.search import greedy_decode
 from course_utils.seq2seq import Seq2Seq
 from course_utils.train import History, TrainConfig
+from course_utils.zoo import TrainedModel, load_checkpoint, save_checkpoint
 
 
 def make_trained(data, attention="bahdanau") -> TrainedModel:
@@ -67,7 +64,7 @@ def test_files_that_are_not_checkpoints_raise_checkpoint_error(tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
-# ---------------------------------------------------------------------------------------------- issue 11: bad files
+# ---------------------------------------------------------------------------------------------- bad files
 def first_line_only(message: str) -> bool:
     return "\n" not in message and len(message) < 400
 
@@ -187,15 +184,8 @@ def test_check_writable_refuses_an_unwritable_folder_and_a_directory(tmp_path):
     assert list((tmp_path / "new").iterdir()) == []  # the probe file is gone
 
 
-def test_save_with_fallback_keeps_the_model_when_the_folder_cannot_be_written(tiny_course_data, tmp_path,
-                                                                                monkeypatch):
-    from course_utils.checkpoints import save_checkpoint_or_fallback
-
-    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data"))
-    trained = make_trained(tiny_course_data)
-    saved, reason = save_checkpoint_or_fallback(unwritable_folder(tmp_path) / "model.pt", trained)
-    assert saved == tmp_path / "data" / "models" / "model.pt" and reason
-    assert load_checkpoint(saved).model_config == trained.model_config
-    second, _ = save_checkpoint_or_fallback(unwritable_folder(tmp_path) / "model.pt", trained)
-    assert second != saved and second.parent == saved.parent  # never overwrites the first rescued model
-    assert save_checkpoint_or_fallback(tmp_path / "ok.pt", trained) == (tmp_path / "ok.pt", None)
+def test_a_classifier_checkpoint_is_not_loaded_as_a_translator(tiny_course_data, tmp_path):
+    path = tampered(save_checkpoint(tmp_path / "tiny.pt", make_trained(tiny_course_data)), kind="classifier")
+    with pytest.raises(CheckpointError, match="holds a classifier, not a translator") as error:
+        load_checkpoint(path)
+    assert first_line_only(str(error.value))

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import classifier
+from course_utils import classifier, zoo
 from course_utils.checkpoints import CheckpointError
 from course_utils.classifier import (
     SUBJECTS,
@@ -19,13 +19,12 @@ from course_utils.classifier import (
     ClassifierOutput,
     LectureAttentionClassifier,
     SoftAttentionClassifier,
+    _selected_words,
+    _subject_batches,
     evaluate_classifier,
     gold_rationale,
     highlight_html,
-    load_or_train_classifier,
-    selected_words,
     subject_batch,
-    subject_batches,
     subject_label,
     train_classifier,
 )
@@ -70,11 +69,11 @@ def test_subject_batch_shapes_padding_and_gold(batch, vocab):
 
 
 def test_subject_batches_cover_every_pair_and_trim_the_padding(vocab):
-    batches = list(subject_batches(PAIRS, vocab, batch_size=2))
+    batches = list(_subject_batches(PAIRS, vocab, batch_size=2))
     assert [b.words.shape for b in batches] == [(2, 4), (2, 5)]  # the first batch has no column of padding
-    shuffled = list(subject_batches(PAIRS, vocab, batch_size=3, seed=1))
+    shuffled = list(_subject_batches(PAIRS, vocab, batch_size=3, seed=1))
     assert sorted(torch.cat([b.labels for b in shuffled]).tolist()) == [0, 1, 2, 3]
-    again = list(subject_batches(subject_batch(PAIRS, vocab), batch_size=3, seed=1))
+    again = list(_subject_batches(subject_batch(PAIRS, vocab), batch_size=3, seed=1))
     assert all(torch.equal(a.words, b.words) for a, b in zip(shuffled, again, strict=True))
 
 
@@ -178,15 +177,15 @@ def test_bag_of_words_is_logistic_regression_on_counts(batch, vocab):
                       torch.ones(int(batch.mask.sum())), accumulate=True)
     out = model(batch.words, batch.mask)
     torch.testing.assert_close(out.logits, counts @ model.word_scores.weight + model.bias)
-    top = selected_words(model, out, batch.mask)
+    top = _selected_words(model, out, batch.mask)
     assert top.sum(1).tolist() == [1, 1, 1, 1] and not (top & ~batch.mask).any()
 
 
 def test_selected_words_thresholds_gates_and_takes_the_argmax_of_distributions(vocab):
     mask = torch.tensor([[True, True, True, False]])
     gates = ClassifierOutput(torch.zeros(1, 6), torch.tensor([[0.6, 0.4, 0.9, 0.0]]), torch.tensor(0.0))
-    assert selected_words(AttentionClassifier(len(vocab)), gates, mask).tolist() == [[True, False, True, False]]
-    assert selected_words(SoftAttentionClassifier(len(vocab)), gates, mask).tolist() == [[False, False, True, False]]
+    assert _selected_words(AttentionClassifier(len(vocab)), gates, mask).tolist() == [[True, False, True, False]]
+    assert _selected_words(SoftAttentionClassifier(len(vocab)), gates, mask).tolist() == [[False, False, True, False]]
 
 
 # ---------------------------------------------------------------------------------------------- training, caching
@@ -202,19 +201,18 @@ def test_training_learns_the_tiny_task_and_evaluation_reports_rationales(vocab):
 
 def test_load_or_train_caches_atomically_and_reloads(tiny_course_data, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("COURSE_FAST", "1")
     config = ClassifierConfig(kind="gated", selection="hard", sparsity_weight=0.1, hidden_size=8, embedding_size=8)
-    trained = load_or_train_classifier(config, tiny_course_data)
+    trained = zoo.load_or_train(config, tiny_course_data, fast=True)
     path = tmp_path / "models" / "classifier-gated-hard-0.1-fast.pt"
-    assert path.is_file() and trained.fast and trained.config.epochs == classifier.FAST_CLASSIFIER["epochs"]
+    assert path.is_file() and trained.fast and trained.config.epochs == zoo._FAST_CLASSIFIER["epochs"]
     assert not list((tmp_path / "models").glob(".*.tmp"))  # no temporary file left behind
     assert "Training" in capsys.readouterr().out
-    again = load_or_train_classifier(config, tiny_course_data)
+    again = zoo.load_or_train(config, tiny_course_data, fast=True)
     assert "Loaded" in capsys.readouterr().out
     for a, b in zip(trained.model.state_dict().values(), again.model.state_dict().values(), strict=True):
         torch.testing.assert_close(a, b)
     other = ClassifierConfig(kind="gated", selection="hard", sparsity_weight=0.1)  # same name, other sizes
-    load_or_train_classifier(other, tiny_course_data)
+    zoo.load_or_train(other, tiny_course_data, fast=True)
     assert "training again" in capsys.readouterr().out
 
 
@@ -232,22 +230,21 @@ class RunsCode:
 def cached_bow(tiny_course_data, tmp_path, monkeypatch):
     """A fast-mode bag-of-words classifier cached in a private data folder; training again fails the test."""
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("COURSE_FAST", "1")
     config = ClassifierConfig(kind="bow")
-    load_or_train_classifier(config, tiny_course_data, log=None)
+    zoo.load_or_train(config, tiny_course_data, log=None, fast=True)
 
     def fail(*args, **kwargs):
         raise AssertionError("a cached classifier that cannot be used was silently trained over")
-    monkeypatch.setattr(classifier, "train_classifier", fail)
-    return config, classifier.classifier_path(config, fast=True)
+    monkeypatch.setattr(zoo, "train_classifier", fail)
+    return config, zoo.model_path(config, fast=True)
 
 
 def refused(config, path, data, *words) -> str:
-    """load_or_train_classifier raises a one-line CheckpointError naming the file, the fix and every word; the
+    """zoo.load_or_train raises a one-line CheckpointError naming the file, the fix and every word; the
     cached file is left byte for byte as it was."""
     before = path.read_bytes()
     with pytest.raises(CheckpointError) as caught:
-        load_or_train_classifier(config, data, log=None)
+        zoo.load_or_train(config, data, log=None, fast=True)
     message = str(caught.value)
     assert "\n" not in message and path.name in message and "retrain=True" in message and "delete" in message, message
     assert all(word in message for word in words), message
@@ -272,11 +269,11 @@ def _saved(payload) -> bytes:
 
 
 @pytest.mark.parametrize("edit, words", [
-    (lambda raw, p: b"\x80\x02 not a torch file", ["not a readable course classifier"]),
-    (lambda raw, p: raw[: len(raw) // 2], ["not a readable course classifier"]),  # truncated
-    (lambda raw, p: _saved({k: v for k, v in p.items() if k != "state_dict"}), ["damaged", "state_dict"]),
-    (lambda raw, p: _saved({**p, "vocab": "words"}), ["damaged"]),
-    (lambda raw, p: _saved({**p, "format": "other"}), ["not a course classifier"]),
+    (lambda raw, p: b"\x80\x02 not a torch file", ["not a readable course checkpoint"]),
+    (lambda raw, p: raw[: len(raw) // 2], ["not a readable course checkpoint"]),  # truncated
+    (lambda raw, p: _saved({k: v for k, v in p.items() if k != "state_dict"}), ["incomplete", "state_dict"]),
+    (lambda raw, p: _saved({**p, "src_vocab": "words"}), ["damaged"]),
+    (lambda raw, p: _saved({**p, "format": "other"}), ["not a course_utils checkpoint"]),
     (lambda raw, p: _saved({**p, "state_dict": {k: v * float("nan") for k, v in p["state_dict"].items()}}),
      ["NaN"]),
     (lambda raw, p: _saved({**p, "state_dict": {k: v[:1] for k, v in p["state_dict"].items()}}), ["do not fit"]),
@@ -291,11 +288,11 @@ def test_a_damaged_classifier_cache_is_refused_in_one_line(cached_bow, tiny_cour
 def test_a_valid_cache_of_another_vocabulary_is_trained_again(cached_bow, tiny_course_data, monkeypatch, capsys):
     config, path = cached_bow
     payload = torch.load(path, weights_only=True)
-    path.write_bytes(_saved({**payload, "vocab": {**payload["vocab"], "min_freq": 2}}))
-    monkeypatch.setattr(classifier, "train_classifier", lambda *args, **kwargs: [])
-    load_or_train_classifier(config, tiny_course_data)
+    path.write_bytes(_saved({**payload, "src_vocab": {**payload["src_vocab"], "min_freq": 2}}))
+    monkeypatch.setattr(zoo, "train_classifier", lambda *args, **kwargs: [])
+    zoo.load_or_train(config, tiny_course_data, fast=True)
     assert "training again" in capsys.readouterr().out
-    assert Vocab.from_dict(torch.load(path, weights_only=True)["vocab"]) == tiny_course_data.src_vocab
+    assert Vocab.from_dict(torch.load(path, weights_only=True)["src_vocab"]) == tiny_course_data.src_vocab
 
 
 def test_unknown_kind_is_refused():
@@ -317,7 +314,6 @@ def test_highlight_html_is_one_line_of_inline_spans():
 
 def test_course_seed_trains_another_run_of_a_classifier(tiny_course_data, tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("COURSE_FAST", "1")
     monkeypatch.setenv("COURSE_SEED", "4")
     config = ClassifierConfig(kind="bow")
-    assert load_or_train_classifier(config, tiny_course_data, log=None).config.seed == 4
+    assert zoo.load_or_train(config, tiny_course_data, log=None, fast=True).config.seed == 4

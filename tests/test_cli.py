@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from course_utils import cli, data, translate
-from course_utils.checkpoints import TrainedModel, load_checkpoint, save_checkpoint
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import History, TrainConfig
 from course_utils.vocab import UNK_ID
+from course_utils.zoo import TrainedModel, load_checkpoint, save_checkpoint
 
 
 @pytest.fixture
@@ -138,17 +138,17 @@ def test_translate_lines_falls_back_to_one_line_at_a_time(tiny_course_data, monk
     monkeypatch.setattr(batch_translate, "translate_sources", fragile)
     monkeypatch.setattr(batch_translate, "prepare_source", lambda *a: pytest.fail("prepared twice"))
     warnings = []
-    raw = batch_translate.read_lines(io.BytesIO(b"je suis fatigue .\nil est grand .\nelle cuisine ."))
+    raw = batch_translate._read_lines(io.BytesIO(b"je suis fatigue .\nil est grand .\nelle cuisine ."))
     with monkeypatch.context() as checking:  # check_lines prepares each line once; translating reuses it
         checking.setattr(batch_translate, "prepare_source", translate.prepare_source)
-        lines = batch_translate.check_lines(raw, tiny_course_data.src_vocab, warnings.append)
+        lines = batch_translate._check_lines(raw, tiny_course_data.src_vocab, warnings.append)
     assert [line.number for line in lines] == [1, 2, 3] and warnings == []
     trained = SimpleNamespace(model=model, src_vocab=tiny_course_data.src_vocab, tgt_vocab=tiny_course_data.tgt_vocab)
-    outputs = batch_translate.translate_lines(trained, lines, batch_size=8, warn=warnings.append)
+    outputs = batch_translate._translate_lines(trained, lines, batch_size=8, warn=warnings.append)
     assert outputs[0] and outputs[1] == "" and outputs[2]
     assert warnings == ["line 2: boom; wrote an empty line"]
     buffer = io.StringIO()
-    batch_translate.write_lines(outputs, buffer)
+    batch_translate._write_lines(outputs, buffer)
     assert buffer.getvalue().split("\n") == [*outputs, ""]
 
 
@@ -235,16 +235,16 @@ def test_compare_prints_one_row_per_attention_type_and_saves_curves(tiny_course_
 
 
 def test_compare_says_in_one_line_why_dot_reads_a_one_way_encoder(tiny_course_data, tmp_path, monkeypatch, capsys):
-    from course_utils import recipes
+    from course_utils import zoo
 
     monkeypatch.setattr(data, "load_course_data", lambda **kwargs: tiny_course_data)
     trained_recipes = []
-    real_train_recipe = recipes.train_recipe
+    real_train_recipe = zoo.train_recipe
 
     def recording(recipe, *args, **kwargs):
         trained_recipes.append(recipe)
         return real_train_recipe(recipe, *args, **kwargs)
-    monkeypatch.setattr(recipes, "train_recipe", recording)
+    monkeypatch.setattr(zoo, "train_recipe", recording)
     status = cli.main(["compare", "--recipe", "full-bahdanau", "--attention", "bahdanau", "dot", "--hidden", "16",
                        "--epochs", "1", "--fast", "--device", "cpu", "--no-progress",
                        "--figure", str(tmp_path / "curves.png")])
@@ -273,9 +273,9 @@ def few_pairs_data(tiny_pairs):
 @pytest.mark.parametrize("case", ["unwritable output", "output is a directory", "bogus device", "cuda device",
                                   "few pairs", "bad recipe"])
 def test_train_refuses_before_training_in_one_line(tiny_course_data, tiny_pairs, tmp_path, monkeypatch, capsys, case):
-    from course_utils import recipes
+    from course_utils import zoo
 
-    monkeypatch.setattr(recipes, "train_recipe", no_training)
+    monkeypatch.setattr(zoo, "train_recipe", no_training)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     small = few_pairs_data(tiny_pairs)
     monkeypatch.setattr(data, "load_course_data",
@@ -296,35 +296,28 @@ def test_train_refuses_before_training_in_one_line(tiny_course_data, tiny_pairs,
         assert "at least 20" in captured.err
 
 
-def test_train_saves_to_a_fallback_when_the_output_fails_after_training(tiny_course_data, tmp_path, monkeypatch,
+def test_train_reports_an_output_that_fails_after_training_in_one_line(tiny_course_data, tmp_path, monkeypatch,
                                                                         capsys):
-    from course_utils import checkpoints
+    from course_utils import zoo
 
     monkeypatch.setattr(data, "load_course_data", lambda **kwargs: tiny_course_data)
-    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data"))
     output = tmp_path / "out" / "model.pt"
-    real_save = checkpoints.save_checkpoint
 
-    def disk_full_at_output(path, trained):
-        if str(path) == str(output):
-            raise OSError(28, "No space left on device")
-        return real_save(path, trained)
-    monkeypatch.setattr(checkpoints, "save_checkpoint", disk_full_at_output)
+    def disk_full(path, trained):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(zoo, "save_checkpoint", disk_full)
     status = cli.main(["train", "--attention", "general", "--hidden", "16", "--fast", "--device", "cpu",
                        "--no-progress", "--output", str(output), "--figure-sentences", "2"])
     captured = capsys.readouterr()
-    rescued = tmp_path / "data" / "models" / "model.pt"
-    assert status == 0, captured.err
-    assert f"saved the checkpoint to {rescued} instead" in captured.err and "No space left" in captured.err
-    assert load_checkpoint(rescued).model_config.hidden_size == 16
-    assert f"checkpoint saved to {rescued}" in captured.out
+    [line] = captured.err.strip().splitlines()
+    assert status == 1 and f"cannot write {output}: No space left on device" in line and "--output" in line
 
 
 def test_fast_train_and_compare_print_what_they_really_use(tiny_course_data, tmp_path, monkeypatch, capsys):
-    from course_utils import recipes
+    from course_utils import zoo
 
     monkeypatch.setattr(data, "load_course_data", lambda **kwargs: tiny_course_data)
-    monkeypatch.setitem(recipes.FAST_OVERRIDES, "max_train_pairs", 10)  # fewer than the tiny corpus' 30
+    monkeypatch.setitem(zoo.FAST_OVERRIDES, "max_train_pairs", 10)  # fewer than the tiny corpus' 30
     status = cli.main(["train", "--hidden", "16", "--fast", "--device", "cpu", "--no-progress",
                        "--output", str(tmp_path / "model.pt"), "--figure-sentences", "1"])
     banner = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Training"))

@@ -4,18 +4,18 @@ import torch
 from torch import nn
 
 from course_utils import evaluate, search
-from course_utils.runtime import FAST_ENV, eval_mode, fast_mode, resolve_device
+from course_utils.runtime import _FAST_ENV, eval_mode, fast_mode, resolve_device
 
 
 @pytest.mark.parametrize("value, expected", [("1", True), ("true", True), (" YES ", True), ("0", False),
                                              ("", False), ("no", False)])
 def test_fast_mode_reads_course_fast(monkeypatch, value, expected):
-    monkeypatch.setenv(FAST_ENV, value)
+    monkeypatch.setenv(_FAST_ENV, value)
     assert fast_mode() is expected
 
 
 def test_fast_mode_is_off_without_the_variable(monkeypatch):
-    monkeypatch.delenv(FAST_ENV, raising=False)
+    monkeypatch.delenv(_FAST_ENV, raising=False)
     assert fast_mode() is False
 
 

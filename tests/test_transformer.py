@@ -1,22 +1,17 @@
 """The Transformer of notebook 09 (course_utils.transformer) and linear attention (course_utils.linear_attention)."""
-import dataclasses
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from course_utils import linear_attention as la
-from course_utils.checkpoints import TrainedModel, load_checkpoint, save_checkpoint
 from course_utils.search import beam_search, force_decode, greedy_decode, sample_decode
-from course_utils.seq2seq import ModelConfig, Seq2Seq, teacher_forced_input
-from course_utils.train import TrainConfig, train
+from course_utils.seq2seq import teacher_forced_input
 from course_utils.transformer import (
     MultiHeadAttention,
     TransformerConfig,
     TransformerSeq2Seq,
-    build_model,
     causal_mask,
-    config_from_dict,
     scaled_dot_attention,
 )
 from course_utils.translate import translate
@@ -134,30 +129,7 @@ def test_without_positions_the_encoder_is_permutation_equivariant():
     assert not torch.allclose(permuted.keys, memory.keys[:, order], atol=1e-3)
 
 
-def test_training_and_checkpoints_rebuild_the_right_architecture(tiny_course_data, tmp_path):
-    d = tiny_course_data
-    config = TransformerConfig(len(d.src_vocab), len(d.tgt_vocab), hidden_size=16, heads=2, layers=1, ff_size=16)
-    model = build_model(config)
-    training = TrainConfig(epochs=2, batch_size=8, device="cpu", eval_bleu=False, cuda_graphs=False)
-    history = train(model, d, training, progress=False, log=None)
-    assert history.train_loss[-1] < history.train_loss[0]
-    path = save_checkpoint(tmp_path / "t.pt", TrainedModel("t", model.eval(), d.src_vocab, d.tgt_vocab, config,
-                                                           training, history))
-    loaded = load_checkpoint(path, d.src_vocab, d.tgt_vocab, config=config)
-    assert isinstance(loaded.model, TransformerSeq2Seq) and loaded.model_config == config
-    for a, b in zip(model.state_dict().values(), loaded.model.state_dict().values()):
-        torch.testing.assert_close(a, b)
-
-
-def test_a_config_dict_without_architecture_is_the_gru_model():
-    gru = ModelConfig(10, 12, hidden_size=8, embedding_size=8)
-    fields = dataclasses.asdict(gru)
-    assert "architecture" not in fields and config_from_dict(fields) == gru
-    assert isinstance(build_model(gru), Seq2Seq)
-    transformer = TransformerConfig(10, 12, hidden_size=8, heads=2)
-    assert config_from_dict(dataclasses.asdict(transformer)) == transformer
-    with pytest.raises(ValueError, match="unknown architecture"):
-        config_from_dict({"architecture": "lstm"})
+def test_transformer_config_and_forward_refuse_what_they_cannot_do():
     with pytest.raises(ValueError, match="multiple of heads"):
         TransformerConfig(10, 12, hidden_size=10, heads=4)
     with pytest.raises(ValueError, match="teacher forcing"):

@@ -1,6 +1,5 @@
-"""The course's command line, `python -m course_utils <command> [<subcommand>] [options]`: course tooling built on the
-library, kept apart from it (no notebook imports it; nothing in the library imports it, except the archive hook
-load_or_train and load_or_train_classifier call on a cache miss).
+"""The course's command line, `python -m course_utils <command> [<subcommand>] [options]`: thin commands over the
+library (nothing in the library imports it, no notebook does).
 
     python -m course_utils data check     # find (or download) the corpus and verify it
     python -m course_utils data stats     # read/kept counts, vocabulary and split sizes, example pairs
@@ -8,14 +7,11 @@ load_or_train and load_or_train_classifier call on a cache miss).
     python -m course_utils translate --checkpoint model.pt "je suis tres fatigue ."  # or lines on stdin
     python -m course_utils compare        # every attention type, same budget/seed/data: one table
     python -m course_utils pretrain       # before class: train and cache every model the notebooks load
-    python -m course_utils site --output site/   # offline static site: pages, slides, solutions
 
-What is here: main and build_parser; the commands in commands.py (data, translate), train.py (train, compare),
-pretrain.py (pretrain, its --export/--import in archive.py) and batch_translate.py (translate's standard-input
-path); `site` lives in course_utils/site/. Not about the models, training or evaluation themselves (the library's
-modules), nor the notebooks. Each command is a function `cmd_<name>(args)` with an `add_<name>_parser(commands)` next
-to it; to add one, write both and register the parser in build_parser. Heavy modules are imported inside the
-functions so that `--help` is instant. Used by the package, not a notebook.
+The commands live in commands.py (data, translate), train.py (train, compare), pretrain.py (pretrain, --export and
+--import) and batch_translate.py (translate's standard-input path). Each is a function `cmd_<name>(args)` with an
+`add_<name>_parser(commands)` next to it, registered in build_parser. COURSE_FAST is read here, once: it turns on
+every command's --fast.
 """
 from __future__ import annotations
 
@@ -29,7 +25,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser; each `add_<name>_parser` adds one command. Used by the package, not a notebook."""
+    """The top-level parser; each `add_<name>_parser` adds one command."""
     parser = argparse.ArgumentParser(prog="python -m course_utils",
                                      description="Dissecting Attention: the course's command line.")
     commands = parser.add_subparsers(dest="command", metavar="<command>", required=True)
@@ -42,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse `argv` (default: sys.argv[1:]), run the chosen command, return its exit status. Used by the package, not
-    a notebook."""
+    """Parse `argv` (default: sys.argv[1:]), run the chosen command, return its exit status."""
+    from course_utils.runtime import fast_mode
+
     args = build_parser().parse_args(argv)
+    if hasattr(args, "fast"):
+        args.fast = args.fast or fast_mode()
     return args.func(args)

@@ -5,8 +5,7 @@
     python -m course_utils translate --checkpoint model.pt "je suis tres fatigue ."  # or lines on stdin
 
 Each command is a function `cmd_<name>(args)` with an `add_<name>_parser(commands)` next to it; course_utils.cli
-registers them. Heavy modules are imported inside the functions so that `--help` is instant. Used by the package,
-not a notebook.
+registers them. Heavy modules are imported inside the functions so that `--help` is instant.
 """
 from __future__ import annotations
 
@@ -35,9 +34,7 @@ def _check_device(device: str) -> str | None:
 
 # ---------------------------------------------------------------------------------------------------------- data
 def cmd_data_check(args: argparse.Namespace) -> int:
-    """Locate the corpus (downloading it if allowed), verify it, print where it is and what it holds.
-
-    Used by the package, not a notebook."""
+    """Locate the corpus (downloading it if allowed), verify it, print where it is and what it holds."""
     from course_utils import corpus, data
     from course_utils.train import enough_pairs_problem
 
@@ -57,9 +54,7 @@ def cmd_data_check(args: argparse.Namespace) -> int:
 
 
 def cmd_data_stats(args: argparse.Namespace) -> int:
-    """Run the whole data pipeline and print counts, vocabulary sizes, split sizes and a few example pairs.
-
-    Used by the package, not a notebook."""
+    """Run the whole data pipeline and print counts, vocabulary sizes, split sizes and a few example pairs."""
     from course_utils import data
 
     try:
@@ -72,7 +67,7 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
 
 
 def add_data_parser(commands: argparse._SubParsersAction) -> None:
-    """`data check` and `data stats`. Used by the package, not a notebook."""
+    """`data check` and `data stats`."""
     data_parser = commands.add_parser("data", help="find, verify and describe the corpus")
     data_commands = data_parser.add_subparsers(dest="data_command", metavar="{check,stats}", required=True)
 
@@ -92,10 +87,11 @@ def add_data_parser(commands: argparse._SubParsersAction) -> None:
 
 # ---------------------------------------------------------------------------------------------------- translate
 def cmd_translate(args: argparse.Namespace) -> int:
-    """Translate the sentence argument, or every line of standard input. Used by the package, not a notebook."""
-    from course_utils.checkpoints import CheckpointError, load_checkpoint
+    """Translate the sentence argument, or every line of standard input."""
+    from course_utils.checkpoints import CheckpointError
     from course_utils.runtime import resolve_device
     from course_utils.translate import attention_table, prepare_source, source_warnings, translate
+    from course_utils.zoo import load_checkpoint
 
     if args.beam < 1:  # every option is checked before the checkpoint is loaded or any input is read
         return _error(f"--beam must be at least 1, got {args.beam}", 2)
@@ -130,7 +126,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
 
 
 def add_translate_parser(commands: argparse._SubParsersAction) -> None:
-    """`translate`. Used by the package, not a notebook."""
+    """`translate`."""
     parser = commands.add_parser("translate", help="translate a sentence, or standard input line by line")
     parser.add_argument("sentence", nargs="?", default=None,
                         help="raw French text (normalised like the corpus); omit to read lines from stdin")

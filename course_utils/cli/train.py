@@ -4,9 +4,8 @@ and tested (one model with a checkpoint and an attention figure; or every attent
     python -m course_utils train --attention bahdanau --epochs 5 --output model.pt   # train, test, save
     python -m course_utils compare        # every attention type, same budget/seed/data: one table
 
-Both start alike (_start: the recipe, the device, fast mode); the settings they train with are merged in one place,
-recipes.training_config. Heavy modules are imported inside the functions so that `--help` is instant. Used by the
-package, not a notebook.
+Both start alike (_start: the recipe, the device); the settings they train with are merged in one place,
+zoo.training_config. Heavy modules are imported inside the functions so that `--help` is instant.
 """
 from __future__ import annotations
 
@@ -61,8 +60,6 @@ def _recipe_from_args(args: argparse.Namespace, attention: str | None = None):
 def _start(args: argparse.Namespace, attention: str | None = None):
     """What `train` and `compare` check first: (recipe, fast, None), or (None, False, exit status) once the bad
     option or device has been reported."""
-    from course_utils.runtime import fast_mode
-
     try:
         recipe = _recipe_from_args(args, attention)
     except (KeyError, ValueError) as error:
@@ -70,7 +67,7 @@ def _start(args: argparse.Namespace, attention: str | None = None):
     problem = _check_device(args.device)
     if problem:
         return None, False, _error(problem, 2)
-    return recipe, args.fast or fast_mode(), None
+    return recipe, args.fast, None
 
 
 def _explicit(args: argparse.Namespace) -> dict:
@@ -95,15 +92,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Train one model, print per-epoch metrics and the test scores, save the checkpoint and an attention figure.
 
     Everything that can be checked is checked before training (options, device, where the checkpoint goes, enough
-    data); the checkpoint is saved right after training, to a fallback location if `--output` fails after all.
-    Used by the package, not a notebook.
+    data, and that the checkpoint can be written); the checkpoint is saved right after training.
     """
     from pathlib import Path
 
-    from course_utils.checkpoints import CheckpointError, check_writable, save_checkpoint_or_fallback
+    from course_utils.checkpoints import CheckpointError, check_writable
     from course_utils.corpus import data_dir
-    from course_utils.recipes import train_recipe, training_config
     from course_utils.runtime import set_threads
+    from course_utils.zoo import save_checkpoint, train_recipe, training_config
 
     recipe, fast, status = _start(args, args.attention)
     if status is not None:
@@ -124,12 +120,10 @@ def cmd_train(args: argparse.Namespace) -> int:
                            **_explicit(args))
     trained.model.cpu()
     try:
-        saved, failure = save_checkpoint_or_fallback(output, trained)  # first, so nothing after can lose it
-    except CheckpointError as error:
-        return _error(str(error))
-    if failure:
-        print(f"warning: could not write {output} ({failure}); saved the checkpoint to {saved} instead",
-              file=sys.stderr)
+        saved = save_checkpoint(output, trained)  # first, so nothing after can lose it
+    except OSError as error:
+        return _error(f"cannot write {output}: {error.strerror or error}; train again with --output in a writable "
+                      "folder")
     _print_test_scores(trained, course, recipe, fast, args.examples)
     print(f"\ncheckpoint saved to {saved}")
     return _save_attention_figure(trained, course, recipe, saved, args.figure_sentences)
@@ -138,7 +132,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _print_test_scores(trained, course, recipe, fast: bool, examples: int) -> None:
     """The test split's scores (fast mode: its first FAST_EVAL_PAIRS), the sacreBLEU signature and example rows."""
     from course_utils.evaluate import evaluate
-    from course_utils.recipes import FAST_EVAL_PAIRS
+    from course_utils.zoo import FAST_EVAL_PAIRS
 
     test_pairs = course.splits.test[:FAST_EVAL_PAIRS] if fast else course.splits.test
     result = evaluate(trained.model, test_pairs, course.src_vocab, course.tgt_vocab, beam_width=recipe.beam_width)
@@ -171,8 +165,7 @@ def _save_attention_figure(trained, course, recipe, saved, sentences_wanted: int
 
 
 def add_recipe_arguments(parser: argparse.ArgumentParser, default_recipe: str) -> None:
-    """The options `train` and `compare` share: a recipe and overrides of its settings. Used by the package, not a
-    notebook."""
+    """The options `train` and `compare` share: a recipe and overrides of its settings."""
     parser.add_argument("--recipe", default=default_recipe, help="a recipe of course_utils.recipes.RECIPES "
                         f"(default {default_recipe}); the options below override its settings")
     parser.add_argument("--hidden", type=int, default=None, help="hidden size H")
@@ -187,7 +180,7 @@ def add_recipe_arguments(parser: argparse.ArgumentParser, default_recipe: str) -
 
 
 def add_train_parser(commands: argparse._SubParsersAction) -> None:
-    """`train`. Used by the package, not a notebook."""
+    """`train`. """
     parser = commands.add_parser("train", help="train a model, report test BLEU/chrF, save a checkpoint")
     parser.add_argument("--attention", choices=_attention_choices(), default=None,
                         help="attention type (default: the recipe's)")
@@ -203,10 +196,11 @@ def add_train_parser(commands: argparse._SubParsersAction) -> None:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Train every attention type with one budget, seed and data; print one table and save the loss curves.
 
-    Used by the package, not a notebook."""
-    from course_utils.recipes import FAST_EVAL_PAIRS, RECIPES
+    """
+    from course_utils.recipes import RECIPES
     from course_utils.runtime import set_threads
     from course_utils.train import sample_pairs
+    from course_utils.zoo import FAST_EVAL_PAIRS
 
     base, fast, status = _start(args)
     if status is not None:
@@ -235,8 +229,8 @@ def _compare_row(args: argparse.Namespace, base, attention: str, course, fast: b
     prefix for "transformer"); (trained, table row, test score)."""
     from course_utils.attention import check_key_size
     from course_utils.evaluate import evaluate
-    from course_utils.recipes import FAST_EVAL_PAIRS, train_recipe
     from course_utils.seq2seq import count_parameters
+    from course_utils.zoo import FAST_EVAL_PAIRS, train_recipe
 
     if attention == "transformer" or base.model.attention == "transformer":  # a Transformer in the table
         base = _recipe_from_args(args, "transformer" if attention == "transformer" else "bahdanau")
@@ -288,7 +282,7 @@ def _save_loss_curves(args: argparse.Namespace, histories: dict) -> int:
 
 
 def add_compare_parser(commands: argparse._SubParsersAction) -> None:
-    """`compare`. Used by the package, not a notebook."""
+    """`compare`. """
     parser = commands.add_parser("compare", help="train every attention type under one budget; one table")
     add_recipe_arguments(parser, "lecture-bahdanau")
     parser.add_argument("--attention", nargs="+", choices=_attention_choices(),
