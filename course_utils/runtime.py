@@ -4,6 +4,7 @@
     if fast_mode(): ...                      # COURSE_FAST=1: train briefly (CI, smoke tests)
     with eval_mode(model): ...               # dropout off inside, the model's previous mode restored after
     set_threads()                            # CPU threads for training: COURSE_THREADS, else torch's count, at most 4
+    wait_policy()                            # how waiting OpenMP threads behave: 'passive' (the course's) or not
     seed = course_seed(0)                    # COURSE_SEED when set, else the default given
 
 Introduced in notebook 01 (fast mode); `resolve_device` in notebook 02.
@@ -17,8 +18,8 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
-__all__ = ["fast_mode", "resolve_device", "eval_mode", "default_threads", "set_threads", "course_seed", "Log",
-           "reporter"]
+__all__ = ["fast_mode", "resolve_device", "eval_mode", "default_threads", "set_threads", "wait_policy", "course_seed",
+           "Log", "reporter"]
 
 # Where progress lines go, in every function of the package that reports progress: `print` (their default), any
 # function of one string (a list's append, a logger), or None for silence. The one way progress is reported.
@@ -118,8 +119,21 @@ def set_threads(threads: int | None = None, log: Callable[[str], None] | None = 
     threads = max(1, threads)
     torch.set_num_threads(threads)
     if log is not None:
-        log(f"CPU threads: {threads} ({source})")
+        log(f"CPU threads: {threads} ({source}); waiting threads: {wait_policy()}")
     return threads
+
+
+def wait_policy() -> str:
+    """How this process's waiting OpenMP threads behave, as OpenMP read it when torch loaded it: "passive" (they
+    sleep: the course's setting, made when course_utils is imported before torch), or what else was in force, with
+    the fix when torch was imported first."""
+    import course_utils
+
+    policy = os.environ.get("OMP_WAIT_POLICY", "").strip().lower()
+    if course_utils._TORCH_LOADED_FIRST and policy == "passive":
+        return ("spinning (torch was imported before course_utils: import course_utils first, or set "
+                "OMP_WAIT_POLICY=PASSIVE before starting Python)")
+    return policy or "OpenMP's default (spinning)"
 
 
 _SEED_ENV = "COURSE_SEED"  # COURSE_SEED=N: every model the course trains from here on is seeded with N

@@ -48,10 +48,11 @@ def test_set_threads_says_how_many_and_which_rule(monkeypatch):
     monkeypatch.setattr(runtime, "_TORCH_DEFAULT_THREADS", 8)
     runtime.set_threads(log=lines.append)
     runtime.set_threads(2, log=lines.append)
-    assert lines[0] == f"CPU threads: 1 (from {runtime._THREADS_ENV})"
+    waiting = f"; waiting threads: {runtime.wait_policy()}"
+    assert lines[0] == f"CPU threads: 1 (from {runtime._THREADS_ENV}){waiting}"
     assert lines[1] == (f"CPU threads: {runtime._MAX_DEFAULT_THREADS} (the default: torch's 8, at most "
-                        f"{runtime._MAX_DEFAULT_THREADS}; {runtime._THREADS_ENV}=N sets another count)")
-    assert lines[2] == "CPU threads: 2 (asked for)"
+                        f"{runtime._MAX_DEFAULT_THREADS}; {runtime._THREADS_ENV}=N sets another count){waiting}")
+    assert lines[2] == f"CPU threads: 2 (asked for){waiting}"
 
 
 def test_course_seed(monkeypatch):
