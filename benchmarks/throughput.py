@@ -40,12 +40,13 @@ from common import count_flops, id_pairs, load_data, machine, matmul_peak, sync,
 
 from course_utils import classic  # noqa: E402
 from course_utils.data import make_loader  # noqa: E402
+from course_utils.fast import training_graphs  # noqa: E402
 from course_utils.loss import masked_nll_loss  # noqa: E402
 from course_utils.recipes import get_recipe  # noqa: E402
 from course_utils.runtime import resolve_device  # noqa: E402
 from course_utils.seq2seq import Seq2Seq, count_parameters  # noqa: E402
 from course_utils.timing import thread_count  # noqa: E402
-from course_utils.train import make_optimizer, train_step, training_graphs  # noqa: E402
+from course_utils.train import make_optimizer, train_step  # noqa: E402
 
 
 class ClassicChunks:
@@ -129,30 +130,19 @@ class Variant(NamedTuple):
     """How one engine measurement differs from the recipe as it is."""
 
     threads: int | None = None  # torch.set_num_threads for the measurement (None: leave it)
-    plain: bool = False  # run the decoder's plain step loop (`decode_steps`) instead of its fast path
+    plain: bool = False  # run the decoder's own forward instead of its fast path (train_step's fast_paths=False)
     graphs: bool = True  # on a GPU, replay the CUDA graphs that `train` records (the plain step loop never does)
 
     def label(self) -> str:
         return (f", {self.threads} thread{'s' if self.threads > 1 else ''}" if self.threads else "") + (
-            ", plain step loop" if self.plain else "") + ("" if self.graphs else ", no CUDA graphs")
+            ", plain forward" if self.plain else "") + ("" if self.graphs else ", no CUDA graphs")
 
 
 @contextlib.contextmanager
-def applied(variant: Variant, model: Seq2Seq):
-    """Inside the block, `model` and torch run as `variant` says; everything is restored after."""
-    if variant.plain:
-        decode_steps = model.decoder.decode_steps  # the plain loop reads no lengths and packs nothing
-
-        def plain_forward(tgt_in, state, memory, teacher_forcing_ratio=1.0, lengths=None, packed=False):
-            return decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
-
-        model.decoder.forward = plain_forward  # an instance attribute: nn.Module.__call__ calls it
-    try:
-        with thread_count(variant.threads):
-            yield
-    finally:
-        if variant.plain:
-            del model.decoder.forward
+def applied(variant: Variant):
+    """Inside the block torch runs with the variant's thread count; restored after."""
+    with thread_count(variant.threads):
+        yield
 
 
 def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None,
@@ -176,7 +166,7 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
 
     def one_step(batch, variant: Variant) -> int:  # the very step that train_epoch runs (smoothing, clipping too)
         step_graphs = graphs if variant.graphs and not variant.plain else None
-        return train_step(model, batch.to(device), optimizer, config, step_graphs).tokens
+        return train_step(model, batch.to(device), optimizer, config, step_graphs, not variant.plain).tokens
 
     stream = batches()
     tokens, elapsed = dict.fromkeys(variants, 0), dict.fromkeys(variants, 0.0)
@@ -184,7 +174,7 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
         before_round()
         timed = []  # the first variant trains for seconds / rounds; the others then train on the very same batches
         for variant in variants:
-            with applied(variant, model):
+            with applied(variant):
                 for _ in range(2):  # warm-up (and a settle after switching)
                     one_step(next(stream), variant)
                 sync(device)

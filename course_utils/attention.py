@@ -15,7 +15,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ATTENTION_SCORES", "masked_softmax", "padding_bias", "AttentionOutput", "Attention", "BahdanauAttention",
+__all__ = ["ATTENTION_SCORES", "masked_softmax", "AttentionOutput", "Attention", "BahdanauAttention",
            "needs_equal_sizes", "check_key_size", "DotAttention", "ScaledDotAttention", "GeneralAttention",
            "ScaledGeneralAttention", "ConcatAttention", "make_attention"]
 
@@ -43,15 +43,6 @@ def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
     if scores.dim() == 3:
         mask = mask.unsqueeze(1)  # (B, 1, S): the same source mask for every decoder step
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (B, [T,] S)
-
-
-def padding_bias(mask: Tensor) -> Tensor:
-    """mask (B, S) bool -> (B, S) float, 0 on real tokens and -inf on padding. Added to scores before a softmax it
-    gives exactly masked_softmax's weights, with the mask checked once (here) instead of at every decoder step (the
-    Bahdanau decoder's fast path). Used by the package, not a notebook."""
-    bias = torch.zeros(mask.shape, device=mask.device).masked_fill(~mask, float("-inf"))  # (B, S)
-    masked_softmax(bias, mask)  # masked_softmax's checks, once
-    return bias
 
 
 class AttentionOutput(NamedTuple):
@@ -111,14 +102,6 @@ class BahdanauAttention(Attention):
 
     def project_keys(self, keys: Tensor) -> Tensor:
         return self.key_layer(keys)  # (B, S, A)
-
-    def attend(self, projected_query: Tensor, keys: Tensor, projected_keys: Tensor, padding: Tensor) -> AttentionOutput:
-        """One step of `forward` from the query already projected, W q (B, A), with the padding as an additive bias
-        (B, S) (`padding_bias`): the Bahdanau decoder's fast path. -> context (B, K), weights (B, S). Used by the
-        package, not a notebook."""
-        energies = torch.tanh(projected_query.unsqueeze(1) + projected_keys)  # (B, S, A)
-        weights = torch.softmax(self.energy_layer(energies).squeeze(-1) + padding, dim=-1)  # (B, S)
-        return AttentionOutput(torch.bmm(weights.unsqueeze(1), keys).squeeze(1), weights)  # (B, K), (B, S)
 
     def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
         projected_query = self.query_layer(query)  # (B, T, A)

@@ -13,39 +13,39 @@ flip (torch.rand, so the seed decides) feeds the gold previous word with probabi
 otherwise the model's own previous argmax. Ratio 1.0 (the default) always feeds the gold word, which lets Luong
 decoders run all steps in one GRU call.
 
-On a GPU, `train` records the decoder's side of the step as CUDA graphs (`course_utils.cuda_graphs`, one per batch
-shape) and `train_step` replays them: the same arithmetic, without one Python call per kernel.
+`train_step` computes its loss through `course_utils.fast.training_loss`: a decoder's teacher-forced fast path with
+the loss on the real target steps only, and on a GPU the decoder's side replayed as CUDA graphs (recorded by `train`,
+one per batch shape); the same numbers as the plain forward, up to float rounding.
 
 Determinism: `train` seeds torch with `TrainConfig.seed` and the batch order comes from the same seed, so two runs
 on the CPU with the same seed (and thread count) give identical losses. Named recipes and the model cache live in
-`course_utils.recipes`, checkpoints in `course_utils.checkpoints`, evaluation in `course_utils.evaluate`.
+`course_utils.zoo`, checkpoints in `course_utils.checkpoints`, evaluation in `course_utils.evaluate`.
 
 Introduced in notebook 05.
 """
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
-from torch import Tensor
 from tqdm.auto import tqdm
 
-from course_utils.cuda_graphs import DecoderGraphs, quiet_stream_warning
 from course_utils.data import Batch, CourseData, Pair, make_loader
 from course_utils.evaluate import evaluate
-from course_utils.loss import masked_nll_loss
+from course_utils.fast import DecoderGraphs, quiet_stream_warning, training_graphs, training_loss
 from course_utils.runtime import resolve_device
-from course_utils.seq2seq import Seq2Seq, teacher_forced_input
+
+if TYPE_CHECKING:
+    from course_utils.seq2seq import Translator
 
 __all__ = ["TrainConfig", "History", "MIN_USABLE_PAIRS", "enough_pairs_problem", "StepResult", "train_step",
-           "training_graphs", "train_epoch", "sample_pairs", "make_optimizer", "train", "average_weights"]
+           "train_epoch", "sample_pairs", "make_optimizer", "train", "average_weights"]
 
 
 # ------------------------------------------------------------------------------------------------------ configs
@@ -123,7 +123,7 @@ MIN_USABLE_PAIRS = 20  # fewer kept pairs cannot fill a training batch and still
 
 def enough_pairs_problem(data: CourseData, minimum: int = MIN_USABLE_PAIRS) -> str | None:
     """None when `data` has enough usable pairs to train and evaluate on; else a one-line message that says how many
-    usable pairs it has, how many are needed, and how to get more. Used by the package, not a notebook."""
+    usable pairs it has, how many are needed, and how to get more."""
     splits = data.splits
     if len(data.pairs) >= minimum and splits.train and splits.dev and splits.test:
         return None
@@ -145,34 +145,27 @@ class StepResult(NamedTuple):
     tokens: int
 
 
-def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
-               graphs: DecoderGraphs | None = None) -> StepResult:
+def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
+               graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> StepResult:
     """One optimisation step on one batch: forward (teacher forcing per `config`), masked loss (label-smoothed per
-    `config`), backward, gradient clipping (when config.clip > 0), optimizer step. With a decoder's fast path the
-    loss reads the log-probabilities of the real target steps only (`_real_log_probs`): the same loss as over
-    Seq2Seq.forward's (B, T, V), up to float rounding, without the padding's work.
+    `config`), backward, gradient clipping (when config.clip > 0), optimizer step. The loss comes from
+    `fast.training_loss`: the same as masked_nll_loss over the model's (B, T, V), up to float rounding.
 
     Args:
-        model: a Seq2Seq in train mode, on the device of `batch`.
+        model: a translator in train mode, on the device of `batch`.
         batch: Batch(src (B, S), src_lengths (B,), src_mask (B, S), tgt (B, T), tgt_lengths (B,)).
         optimizer: e.g. make_optimizer(model, config).
         config: teacher_forcing_ratio, label_smoothing and clip are read from it.
-        graphs: on a GPU, the decoder's side recorded as CUDA graphs (cuda_graphs.DecoderGraphs, built by `train`):
-            the encoder runs as usual, the decoder and the loss are replayed. None: Seq2Seq.forward, as written.
+        graphs: on a GPU, the decoder's side recorded as CUDA graphs (`fast.training_graphs`, built by `train`).
+        fast_paths: False runs the decoder's own forward even where it has a fast path (to compare the two).
     Returns:
         StepResult(loss, tokens): the loss is the plain NLL per target token, comparable with the dev loss.
 
     Introduced in notebook 05.
     """
-    if graphs is None:
-        log_probs, tgt = _real_log_probs(model, batch, config.teacher_forcing_ratio)  # (1, N, V), (1, N); or (B, T, .)
-        loss = masked_nll_loss(log_probs, tgt, label_smoothing=config.label_smoothing)
-        nll = masked_nll_loss(log_probs.detach(), tgt) if config.label_smoothing > 0 else loss.detach()
-    else:
-        encoded = model.encoder(batch.src, batch.src_lengths)  # keys (B, S, K), final (B, H)
-        loss, nll = graphs(encoded.outputs, batch.src_mask, encoded.final, batch.tgt)
+    loss, nll = training_loss(model, batch, config, graphs, fast_paths)
     optimizer.zero_grad(set_to_none=True)
-    with quiet_stream_warning() if graphs is not None else contextlib.nullcontext():
+    with quiet_stream_warning():
         loss.backward()
     if config.clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
@@ -180,30 +173,7 @@ def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, c
     return StepResult(nll.item(), int(batch.tgt_lengths.sum()))
 
 
-def _real_log_probs(model: Seq2Seq, batch: Batch, teacher_forcing_ratio: float) -> tuple[Tensor, Tensor]:
-    """The log-probabilities and targets train_step's loss reads: with a decoder fast path, of the N real target
-    steps only, (1, N, V) and (1, N) (the loss never touches the padding: no (B, T, V) tensor of zeros, nor its
-    gradient); else Seq2Seq.forward's (B, T, V) and batch.tgt (B, T). The same loss either way, up to rounding."""
-    memory, state = model.encode(batch.src, batch.src_lengths)  # keys (B, S, K), hidden (B, H)
-    log_probs = model.decoder(teacher_forced_input(batch.tgt), state, memory, teacher_forcing_ratio,
-                              batch.tgt_lengths, packed=True).log_probs  # (N, V), or (B, T, V) from the step loop
-    if log_probs.dim() == 3:
-        return log_probs, batch.tgt
-    steps = batch.tgt.shape[1]
-    real = (torch.arange(steps) < batch.tgt_lengths.cpu().unsqueeze(1)).flatten()  # (B * T,) on the CPU
-    index = real.nonzero().squeeze(1).to(batch.tgt.device)  # (N,) the real steps, row by row
-    return log_probs.unsqueeze(0), batch.tgt.flatten().index_select(0, index).unsqueeze(0)  # (1, N, V), (1, N)
-
-
-def training_graphs(model: Seq2Seq, config: TrainConfig, loader: Iterable[Batch]) -> DecoderGraphs | None:
-    """The CUDA graphs `train_step` replays (recorded from one pass over `loader`), or None: on the CPU, or with
-    config.cuda_graphs off. Used by the package, not a notebook."""
-    if not config.cuda_graphs or model.device.type != "cuda":
-        return None
-    return DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)
-
-
-def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
+def train_epoch(model: Translator, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
                 deadline: float | None = None, desc: str = "train", progress: bool = True,
                 graphs: DecoderGraphs | None = None) -> float:
     """One pass of `train_step` over `loader`. Returns the mean plain NLL per target token of the epoch.
@@ -249,7 +219,7 @@ def sample_pairs(pairs: Sequence[Pair], count: int | None, seed: int) -> list[Pa
     return [pairs[index] for index in chosen]
 
 
-def make_optimizer(model: Seq2Seq, config: TrainConfig) -> torch.optim.Optimizer:
+def make_optimizer(model: Translator, config: TrainConfig) -> torch.optim.Optimizer:
     """Adam over all parameters (the fused kernel where PyTorch has one). Introduced in notebook 05."""
     try:
         return torch.optim.Adam(model.parameters(), lr=config.learning_rate, fused=True)
@@ -257,7 +227,7 @@ def make_optimizer(model: Seq2Seq, config: TrainConfig) -> torch.optim.Optimizer
         return torch.optim.Adam(model.parameters(), lr=config.learning_rate)
 
 
-def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool = True,
+def train(model: Translator, data: CourseData, config: TrainConfig, progress: bool = True,
           log: Callable[[str], None] | None = print) -> History:
     """Train `model` on data.splits.train; after every epoch measure dev loss and dev BLEU. Returns a History.
 

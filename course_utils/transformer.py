@@ -6,7 +6,7 @@ Read it top to bottom, as in notebook 09:
     MultiHeadAttention     `heads` of them side by side: project, split (view, then transpose), attend, merge
     sinusoidal_positions   the fixed position signal of Vaswani et al. (2017), added to the embeddings
     EncoderLayer, DecoderLayer   pre-LN blocks: x + attention(LN(x)), then x + feed-forward(LN(x))
-    TransformerSeq2Seq     encode / decoder.step / forward, the interface of seq2seq.Seq2Seq
+    TransformerSeq2Seq     encode / decoder.step / forward: a seq2seq.Translator, as Seq2Seq is
 
 Conventions of course_utils.attention: masks are True on real tokens (where attending is allowed); scorers return
 (context, weights). Letters: B batch, S source length, T target length, H model width (d_model), V vocabulary, plus
@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from course_utils.attention import AttentionOutput
 from course_utils.decoder import DecoderOutput, StepOutput
+from course_utils.runtime import eval_mode
 from course_utils.seq2seq import ModelConfig, Seq2Seq, Seq2SeqOutput, teacher_forced_input
 
 __all__ = ["ARCHITECTURES", "TransformerConfig", "config_from_dict", "build_model", "scaled_dot_attention",
@@ -265,10 +266,9 @@ class TransformerDecoder(nn.Module):
 
     step(prev_tokens (B,), state, memory) -> StepOutput(log_probs (B, V), state (cache one longer), weights (B, S)).
     run(tgt_in (B, T), state, memory) -> (log_probs (B, T, V), state, cross weights (layers, B, h, T, S)).
-    forward(tgt_in (B, T), state, memory, teacher_forcing_ratio=1.0, lengths=None, packed=False) -> DecoderOutput
-        (log_probs (B, T, V), weights (B, T, S), state): the GRU decoders' call; all T positions at once, so only
-        teacher forcing 1.0 exists; lengths and packed are accepted and change nothing (padding is in the output).
-        Introduced in notebook 09.
+    forward(tgt_in (B, T), state, memory, teacher_forcing_ratio=1.0) -> DecoderOutput(log_probs (B, T, V), weights
+        (B, T, S), state): the GRU decoders' call; all T positions at once, so only teacher forcing 1.0 exists.
+    Introduced in notebook 09.
     """
 
     def __init__(self, config: TransformerConfig):
@@ -287,10 +287,10 @@ class TransformerDecoder(nn.Module):
         """keys (B, S, H), mask (B, S) -> TransformerMemory with every layer's cross keys and values computed once."""
         return TransformerMemory(keys, mask, tuple(layer.cross_attention.project_kv(keys) for layer in self.layers))
 
-    def init_state(self, batch_size: int, device: torch.device) -> TransformerState:
-        """An empty cache: (B, h, 0, Dh) keys and values per layer."""
-        empty = torch.zeros(batch_size, self.config.heads, 0, self.config.hidden_size // self.config.heads,
-                            device=device)
+    def init_state(self, encoder_final: Tensor) -> TransformerState:
+        """The encoder's output (B, S, H) -> an empty cache, (B, h, 0, Dh) keys and values per layer."""
+        empty = encoder_final.new_zeros(encoder_final.shape[0], self.config.heads, 0,
+                                        self.config.hidden_size // self.config.heads)
         return TransformerState(tuple((empty, empty) for _ in self.layers))
 
     def run(self, tgt_in: Tensor, state: TransformerState,
@@ -305,15 +305,18 @@ class TransformerDecoder(nn.Module):
         return log_probs, TransformerState(tuple(caches)), torch.stack(weights)  # weights (layers, B, h, T, S)
 
     def forward(self, tgt_in: Tensor, state: TransformerState, memory: TransformerMemory,
-                teacher_forcing_ratio: float = 1.0, lengths: Tensor | None = None,
-                packed: bool = False) -> DecoderOutput:
+                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
         if teacher_forcing_ratio != 1.0:
             raise ValueError(f"a Transformer decoder reads the gold prefix at every position (teacher forcing "
                              f"1.0); got teacher_forcing_ratio={teacher_forcing_ratio}: set it to 1.0")
         log_probs, state, weights = self.run(tgt_in, state, memory)  # (B, T, V), ..., (layers, B, h, T, S)
         return DecoderOutput(log_probs, weights[-1].mean(dim=1), state)  # weights (B, T, S)
 
-    def step(self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory) -> StepOutput:
+    def step(self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory,
+             weights: Tensor | None = None) -> StepOutput:
+        if weights is not None:
+            raise ValueError("a Transformer attends with h heads in every layer, not one (B, S) row: replace the "
+                             "weights of a Bahdanau or Luong decoder")
         log_probs, state, weights = self.run(prev_tokens.unsqueeze(1), state, memory)  # (B, 1, V)
         return StepOutput(log_probs.squeeze(1), state, weights[-1, :, :, 0].mean(dim=1))  # (B, V), (B, S)
 
@@ -322,9 +325,9 @@ class TransformerSeq2Seq(nn.Module):
     """Encoder + decoder with Seq2Seq's interface (search, translate, train, evaluate, checkpoints use it as is).
 
     encode(src (B, S), src_lengths (B,)) -> (TransformerMemory, TransformerState (an empty cache)).
-    forward(src, src_lengths, tgt (B, T), teacher_forcing_ratio=1.0, tgt_lengths=None) -> Seq2SeqOutput(log_probs
-        (B, T, V), attention (B, T, S): the last layer's cross-attention averaged over heads). All T positions run
-        at once under the causal mask, so only teacher forcing (ratio 1.0) exists; tgt_lengths is accepted and unused.
+    forward(src, src_lengths, tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput(log_probs (B, T, V),
+        attention (B, T, S): the last layer's cross-attention averaged over heads). All T positions run at once
+        under the causal mask, so only teacher forcing (ratio 1.0) exists.
     cross_attention_heads(src_ids (S,), output_ids (T,)) -> (layers, h, T, S), for plot_heads.
     Introduced in notebook 09.
     """
@@ -347,15 +350,17 @@ class TransformerSeq2Seq(nn.Module):
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[TransformerMemory, TransformerState]:
         if src.device != self.device:
             raise ValueError(f"src is on {src.device} but the model is on {self.device}: move the batch first")
-        mask = torch.arange(src.shape[1], device=src.device) < src_lengths.to(src.device).unsqueeze(1)  # (B, S)
+        from course_utils.data import lengths_to_mask  # here: importing the models loads no data pipeline
+
+        mask = lengths_to_mask(src_lengths.to(src.device), src.shape[1])  # (B, S)
         x = self.embed(src)  # (B, S, H)
         for layer in self.encoder_layers:
             x = layer(x, mask)  # (B, S, H)
-        memory = self.decoder.prepare_memory(self.encoder_norm(x), mask)
-        return memory, self.decoder.init_state(src.shape[0], src.device)
+        keys = self.encoder_norm(x)  # (B, S, H)
+        return self.decoder.prepare_memory(keys, mask), self.decoder.init_state(keys)
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor, teacher_forcing_ratio: float = 1.0,
-                tgt_lengths: Tensor | None = None) -> Seq2SeqOutput:
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,
+                teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput:
         memory, state = self.encode(src, src_lengths)
         decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio)  # (B, T, V)
         return Seq2SeqOutput(decoded.log_probs, decoded.weights)  # attention (B, T, S)
@@ -363,11 +368,10 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def cross_attention_heads(self, src_ids: Tensor, output_ids: Tensor) -> Tensor:
         """One sentence, teacher-forced: src_ids (S,), output_ids (T,) -> cross weights (layers, h, T, S)."""
-        was_training = self.training
-        self.eval()
-        memory, state = self.encode(src_ids.to(self.device).unsqueeze(0), torch.tensor([src_ids.numel()]))
-        _, _, weights = self.decoder.run(teacher_forced_input(output_ids.to(self.device).unsqueeze(0)), state, memory)
-        self.train(was_training)
+        with eval_mode(self):
+            memory, state = self.encode(src_ids.to(self.device).unsqueeze(0), torch.tensor([src_ids.numel()]))
+            tgt_in = teacher_forced_input(output_ids.to(self.device).unsqueeze(0))  # (1, T)
+            _, _, weights = self.decoder.run(tgt_in, state, memory)  # (layers, 1, h, T, S)
         return weights[:, 0].cpu()  # (layers, h, T, S)
 
 

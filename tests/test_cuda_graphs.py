@@ -7,9 +7,9 @@ import pytest
 import torch
 from helpers import fixed_batch, tiny_config
 
-from course_utils import train
-from course_utils.cuda_graphs import DecoderGraphs, DecoderLoss
+from course_utils import fast, train
 from course_utils.data import make_loader
+from course_utils.fast import DecoderGraphs, DecoderLoss
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq
 
@@ -66,9 +66,9 @@ def test_training_on_the_cpu_records_no_graphs(tiny_course_data, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("DecoderGraphs built for a CPU run")
 
-    monkeypatch.setattr(train, "DecoderGraphs", refuse)
+    monkeypatch.setattr(fast, "DecoderGraphs", refuse)
     assert train.TrainConfig().cuda_graphs  # on by default: it only matters on a GPU
-    assert train.training_graphs(Seq2Seq(tiny_config(tiny_course_data)), train.TrainConfig(), []) is None
+    assert fast.training_graphs(Seq2Seq(tiny_config(tiny_course_data)), train.TrainConfig(), []) is None
     torch.manual_seed(0)
     history = train.train(Seq2Seq(tiny_config(tiny_course_data)), tiny_course_data,
                           train.TrainConfig(epochs=1, batch_size=8, device="cpu", eval_bleu=False), progress=False)

@@ -15,7 +15,6 @@ from course_utils.explanation import (
     kendall_tau,
     leave_one_out,
     rank_agreement,
-    replaced_attention,
     sink_mass,
 )
 from course_utils.runtime import eval_mode
@@ -121,8 +120,7 @@ def test_uniform_attention_weights_are_uniform_and_the_model_is_restored(toy, ki
     model = model_for(data, kind)
     src, out = ids(data, gold[3])
     before = forced_batch(model, [src], [out]).attention[0]
-    with replaced_attention(model, "uniform"):
-        weights = forced_batch(model, [src], [out]).attention[0]  # (T, S)
+    weights = forced_batch(ReplacedAttention(model, "uniform"), [src], [out]).attention[0]  # (T, S)
     assert_close(weights, torch.full_like(weights, 1 / len(src)))
     assert_close(forced_batch(model, [src], [out]).attention[0], before)
     assert not isinstance(model.decoder.attention, ReplacedAttention)
@@ -134,10 +132,10 @@ def test_frozen_attention_repeats_the_first_step_in_training_form_and_in_greedy_
     model = model_for(data, kind)
     src, out = ids(data, gold[4])
     first_step = forced_batch(model, [src], [out]).attention[0][0]  # (S,)
-    with replaced_attention(model, "frozen"):
-        weights = forced_batch(model, [src], [out]).attention[0]  # (T, S): teacher forced
-        with eval_mode(model):
-            decoded = greedy_decode(model, torch.tensor([src]), torch.tensor([len(src)]))
+    frozen = ReplacedAttention(model, "frozen")
+    weights = forced_batch(frozen, [src], [out]).attention[0]  # (T, S): teacher forced
+    with eval_mode(frozen):
+        decoded = greedy_decode(frozen, torch.tensor([src]), torch.tensor([len(src)]))
     assert_close(weights, first_step.expand_as(weights))
     greedy_weights = decoded.attention[0, :int(decoded.lengths[0]), :len(src)]
     assert_close(greedy_weights, first_step.expand_as(greedy_weights), atol=1e-6, rtol=0)
@@ -146,8 +144,7 @@ def test_frozen_attention_repeats_the_first_step_in_training_form_and_in_greedy_
 def test_replaced_attention_refuses_the_location_exhibit_and_unknown_modes(toy):
     _, data = toy
     with pytest.raises(ValueError, match="no content attention"):
-        with replaced_attention(model_for(data, "location"), "uniform"):
-            pass
+        ReplacedAttention(model_for(data, "location"), "uniform")
     with pytest.raises(ValueError, match="unknown replacement"):
         ReplacedAttention(torch.nn.Identity(), "shuffled")
 

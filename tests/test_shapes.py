@@ -6,7 +6,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from course_utils.seq2seq import ModelConfig, Seq2Seq
+from course_utils.fast import FastDecoder
+from course_utils.seq2seq import ModelConfig, Seq2Seq, teacher_forced_input
 from course_utils.shapes import ShapeRow, ShapeTrace, describe_shapes, trace_shapes
 from course_utils.vocab import EOS_ID, PAD_ID
 
@@ -49,9 +50,10 @@ def test_every_submodule_call_is_a_row_in_call_order():
 
 
 def test_the_luong_fast_path_shows_one_call_per_layer_and_none_inputs():
-    model, batch = model_and_batch("general")
-    trace = trace_shapes(model, *batch)
-    attention = [row for row in trace if row.name == "decoder.attention"]
+    model, (src, lengths, tgt) = model_and_batch("general")
+    memory, state = model.encode(src, lengths)
+    trace = trace_shapes(FastDecoder(model.decoder), teacher_forced_input(tgt), state, memory)
+    attention = [row for row in trace if row.name == "attention"]
     assert len(attention) == 1
     assert attention[0].inputs == "(2, 3, 8), (2, 4, 8), (2, 4), None"  # projected_keys=None
     assert attention[0].outputs == "AttentionOutput(context=(2, 3, 8), weights=(2, 3, 4))"
