@@ -1,5 +1,6 @@
 """course_utils.explanation: each probe against a direct computation on a small untrained model."""
 import math
+import random
 
 import pytest
 import torch
@@ -112,6 +113,16 @@ def test_erase_word_and_erasure_effects_count_the_sentences(toy):
     effects = explanation.erasure_effects(model, data.src_vocab, data.tgt_vocab, [p.source for p in gold[:6]])
     assert list(effects) == ["most attended", "random", "least attended"]
     assert all(e.sentences == 6 and 0 <= e.changed <= 6 and math.isfinite(e.log_prob_drop) for e in effects.values())
+
+
+def test_erasure_picks_the_most_and_the_least_attended_word_and_never_punctuation():
+    words = ["le", "chat", ",", "noir", "dort"]
+    received = torch.tensor([0.1, 0.3, 0.6, 0.25, 0.05])  # the comma gets the most, but is not a word
+    for seed in range(5):
+        picks = explanation._picks(received, words, random.Random(seed))
+        assert picks["most attended"] == 1 and picks["least attended"] == 4
+        assert picks["random"] in (0, 1, 3, 4)
+    assert explanation._picks(received[:3], ["le", ",", "."], random.Random(0)) is None  # one word: no choice
 
 
 @pytest.mark.parametrize("kind", ["bahdanau", "scaled_dot"])

@@ -14,11 +14,15 @@ machine. With CUDA, the same forward also runs under torch.cuda.set_sync_debug_m
 """
 import pytest
 import torch
+from helpers import fixed_batch, tiny_config
 from torch.testing import assert_close
 
 from course_utils.attention import masked_softmax
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
-from course_utils.fast import FastDecoder, packed_log_probs, padding_bias, teacher_forced_steps
+from course_utils.fast import FastDecoder, packed_log_probs, padding_bias, teacher_forced_steps, training_loss
+from course_utils.loss import masked_nll_loss
+from course_utils.seq2seq import Seq2Seq
+from course_utils.train import TrainConfig
 from course_utils.vocab import SOS_ID
 
 E, H, V = 6, 8, 13
@@ -194,6 +198,33 @@ def test_packed_log_probs_are_the_real_steps_row_by_row(kind):
     assert_close(packed[0], decoder.output_layer(*steps.features)[real])  # the full (B, T, V) at the real steps
     assert torch.equal(targets[0], tgt[real])
     assert teacher_forced_steps(decoder, tgt_in, state, memory, teacher_forcing_ratio=0.5) is None
+
+
+@pytest.mark.parametrize("attention, feeding", [("bahdanau", False), ("general", False), ("general", True),
+                                                 ("none", False)])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_training_loss_through_the_fast_paths_equals_the_plain_forwards(tiny_course_data, attention, feeding,
+                                                                         label_smoothing):
+    """fast.training_loss, the one choice train_step makes: its loss, NLL and gradients equal the decoder's own
+    forward with the loss over (B, T, V) (fast_paths=False), whichever path it chooses."""
+    torch.manual_seed(0)
+    model = Seq2Seq(tiny_config(tiny_course_data, attention, dropout=0.0, input_feeding=feeding))
+    batch = fixed_batch(tiny_course_data, tiny_course_data.splits.train[:9])
+    config = TrainConfig(label_smoothing=label_smoothing)
+    results = []
+    for fast_paths in (True, False):
+        model.zero_grad(set_to_none=True)
+        loss, nll = training_loss(model, batch, config, fast_paths=fast_paths)
+        loss.backward()
+        results.append((loss.detach(), nll, [p.grad.clone() for p in model.parameters()]))
+    (fast_loss, fast_nll, fast_grads), (loss, nll, grads) = results
+    log_probs = model(batch.src, batch.src_lengths, batch.tgt).log_probs  # (B, T, V)
+    expected = masked_nll_loss(log_probs, batch.tgt, label_smoothing=label_smoothing)
+    assert_close(loss, expected.detach(), rtol=0, atol=0)
+    assert_close(fast_loss, loss)
+    assert_close(fast_nll, nll)
+    for fast_grad, grad in zip(fast_grads, grads):
+        assert_close(fast_grad, grad)
 
 
 def test_padding_bias_gives_exactly_masked_softmax_and_checks_the_mask():
