@@ -240,6 +240,20 @@ def test_location_default_slots_are_the_corpus_filter():
     assert AttnDecoderRNN(H, V).max_source_length == MAX_LENGTH  # every sentence the course keeps fits
 
 
+@pytest.mark.parametrize("kind", ["bahdanau", "general", "general+feeding", "location"])
+def test_weights_given_to_a_step_replace_the_scorers_for_that_step(kind):
+    decoder = build(kind)
+    memory, state, tgt_in = start(decoder)
+    own = decoder.step(tgt_in[:, 0], state, memory)
+    assert_close(decoder.step(tgt_in[:, 0], state, memory, own.weights).log_probs, own.log_probs)  # its own: same
+    uniform = memory.mask.float() / memory.mask.sum(dim=1, keepdim=True)  # (B, S) 1 / S on the real tokens
+    replaced = decoder.step(tgt_in[:, 0], state, memory, uniform)
+    assert torch.equal(replaced.weights, uniform)
+    assert not torch.allclose(replaced.log_probs, own.log_probs)
+    with pytest.raises(ValueError, match="no attention"):
+        build("none").step(tgt_in[:, 0], state, memory, uniform)
+
+
 # ---------------------------------------------------------------- Bahdanau: attend, then step
 
 def test_bahdanau_attends_with_the_previous_state_and_projects_keys_once():
