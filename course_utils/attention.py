@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 __all__ = ["ATTENTION_SCORES", "masked_softmax", "AttentionOutput", "Attention", "BahdanauAttention",
-           "needs_equal_sizes", "check_key_size", "DotAttention", "ScaledDotAttention", "GeneralAttention",
+           "check_key_size", "DotAttention", "ScaledDotAttention", "GeneralAttention",
            "ScaledGeneralAttention", "ConcatAttention", "make_attention"]
 
 ATTENTION_SCORES = ("bahdanau", "dot", "general", "concat", "scaled_dot", "scaled_general")
@@ -109,7 +109,7 @@ class BahdanauAttention(Attention):
         return self.energy_layer(energies).squeeze(-1)  # (B, T, S)
 
 
-def needs_equal_sizes(score: str) -> bool:
+def _needs_equal_sizes(score: str) -> bool:
     """True for the scorers with no matrix between query and key ("dot", "scaled_dot"): q^T k needs Hq == K.
 
     Used by the package, not a notebook.
@@ -123,7 +123,7 @@ def check_key_size(score: str, query_size: int, key_size: int) -> None:
     keys of `key_size` (K: H, or 2H from a bidirectional encoder). ModelConfig, make_attention, the dot modules and
     `python -m course_utils compare` all ask this function. Used by the package, not a notebook.
     """
-    if needs_equal_sizes(score) and query_size != key_size:
+    if _needs_equal_sizes(score) and query_size != key_size:
         raise ValueError(f"{score!r} attention needs keys of the decoder's size (query size == key size), got query "
                          f"size {query_size} and key size {key_size}: use 'general' (q^T W k), or keys of the "
                          "decoder's hidden size (bidirectional=False: a bidirectional encoder doubles them)")

@@ -13,7 +13,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.vocab import PAD_ID
 
-__all__ = ["EncoderOutput", "check_source", "EncoderRNN"]
+__all__ = ["EncoderOutput", "EncoderRNN"]
 
 
 class EncoderOutput(NamedTuple):
@@ -28,7 +28,7 @@ class EncoderOutput(NamedTuple):
     final: Tensor  # (B, H_dec) the decoder's initial state (through the bridge when there is one)
 
 
-def check_source(src: Tensor, src_lengths: Tensor) -> None:
+def _check_source(src: Tensor, src_lengths: Tensor) -> None:
     """Raise a ValueError naming the problem and the fix unless `src` (B, S) and `src_lengths` (B,) fit together.
 
     Introduced in notebook 02.
@@ -86,9 +86,9 @@ class EncoderRNN(nn.Module):
         `packed=False` is the exhibit of the current PyTorch tutorial's bug: the GRU also reads the PAD tokens, so
         the final state of every short sentence depends on how much padding its batch needed, the outputs at pad
         positions are no longer zero, and a bidirectional encoder's backward half reads the pads at every position.
-        Raises ValueError (see `check_source`) when `src` and `src_lengths` do not fit together.
+        Raises ValueError (see `_check_source`) when `src` and `src_lengths` do not fit together.
         """
-        check_source(src, src_lengths)
+        _check_source(src, src_lengths)
         embedded = self.dropout(self.embedding(src))  # (B, S, E)
         if packed:
             packed_input = pack_padded_sequence(embedded, src_lengths.cpu(), batch_first=True, enforce_sorted=False)

@@ -4,10 +4,10 @@ Introduced in notebook 10.
     forced = forced_batch(model, sources, outputs)      # teacher-forced: per-token log P and attention, batched
     grads = attributions(model, src_ids, out_ids)       # (T, S): |d log p(y_t) / d source embedding s|
     ig = attributions(model, src_ids, out_ids, steps=16)   # integrated gradients from a zero embedding
-    loo = leave_one_out(model, src_ids, out_ids)        # (T, S - 1): the drop in log p(y_t) without word s
+    loo = _leave_one_out(model, src_ids, out_ids)        # (T, S - 1): the drop in log p(y_t) without word s
     kendall_tau(attention_row, importance_row)          # do the two rank the source words alike?
     erasure_effects(model, src_vocab, tgt_vocab, sentences)   # delete the most / a random / the least attended word
-    ReplacedAttention(model, "uniform")                 # a translator with uniform (or "frozen") attention weights
+    _ReplacedAttention(model, "uniform")                 # a translator with uniform (or "frozen") attention weights
     sink_mass(attention, source_tokens)                 # how much attention sits on <eos> and punctuation
     EosMaskedSeq2Seq(config)                            # a remedy: <eos> is not a key
 
@@ -32,13 +32,11 @@ from course_utils.seq2seq import Seq2Seq, Seq2SeqOutput, Translator, teacher_for
 from course_utils.translate import translate_batch
 from course_utils.vocab import EOS_TOKEN
 
-__all__ = ["ForcedBatch", "forced_batch", "attributions", "leave_one_out", "kendall_tau", "rank_agreement",
-           "Erasure", "erase_word", "erasure_effects", "REPLACEMENTS", "ReplacedAttention",
-           "SinkMass", "sink_mass", "EosMaskedSeq2Seq", "rank_agreements", "bleu_with_attention",
-           "mean_sink_mass"]
+__all__ = ["forced_batch", "attributions", "kendall_tau", "rank_agreement", "Erasure", "erasure_effects",
+           "REPLACEMENTS", "sink_mass", "EosMaskedSeq2Seq", "rank_agreements", "bleu_with_attention", "mean_sink_mass"]
 
 
-class ForcedBatch(NamedTuple):
+class _ForcedBatch(NamedTuple):
     """Teacher-forced results, one entry per sentence. Introduced in notebook 10."""
 
     token_log_probs: list[Tensor]  # (T_i,) log p(y_t | y_<t, x) of each output token
@@ -47,7 +45,7 @@ class ForcedBatch(NamedTuple):
 
 @torch.no_grad()
 def forced_batch(model: Translator, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
-                 batch_size: int = 128) -> ForcedBatch:
+                 batch_size: int = 128) -> _ForcedBatch:
     """Force-decode many (source ids, output ids) pairs (each ending with EOS) in padded batches.
     Returns per-sentence token log-probs (T_i,) and attention (T_i, S_i). Introduced in notebook 10."""
     if len(sources) != len(outputs):
@@ -62,7 +60,7 @@ def forced_batch(model: Translator, sources: Sequence[Sequence[int]], outputs: S
             for row, (s_len, t_len) in enumerate(zip(src_lengths.tolist(), tgt_lengths.tolist())):
                 logps.append(picked[row, :t_len])
                 weights.append(None if out.attention is None else out.attention[row, :t_len, :s_len].cpu())
-    return ForcedBatch(logps, weights)
+    return _ForcedBatch(logps, weights)
 
 
 def attributions(model: Translator, src_ids: Sequence[int], out_ids: Sequence[int], steps: int = 0) -> Tensor:
@@ -95,12 +93,12 @@ def attributions(model: Translator, src_ids: Sequence[int], out_ids: Sequence[in
     return (embedded[0] * grad.mean(dim=1)).sum(dim=-1).abs().cpu()  # (T, S)
 
 
-def leave_one_out(model: Translator, src_ids: Sequence[int], out_ids: Sequence[int]) -> Tensor:
+def _leave_one_out(model: Translator, src_ids: Sequence[int], out_ids: Sequence[int]) -> Tensor:
     """The drop in log p(y_t) when source word s is deleted (EOS kept): src_ids (S,), out_ids (T,) -> (T, S - 1).
     Introduced in notebook 10."""
     words = list(src_ids[:-1])
     if not words:
-        raise ValueError("leave_one_out needs a source with at least one word before EOS")
+        raise ValueError("_leave_one_out needs a source with at least one word before EOS")
     erased = [words[:s] + words[s + 1:] + [src_ids[-1]] for s in range(len(words))]
     forced = forced_batch(model, [list(src_ids)] + erased, [list(out_ids)] * (len(words) + 1))
     full = forced.token_log_probs[0]  # (T,)
@@ -139,7 +137,7 @@ class Erasure(NamedTuple):
     log_prob_drop: float  # mean drop of log P(original output | source) when the word is gone
 
 
-def erase_word(words: Sequence[str], position: int) -> str:
+def _erase_word(words: Sequence[str], position: int) -> str:
     """The sentence without the word at `position`. Introduced in notebook 10."""
     return " ".join(list(words[:position]) + list(words[position + 1:]))
 
@@ -167,7 +165,7 @@ def erasure_effects(model: Translator, src_vocab, tgt_vocab, sentences: Sequence
             chosen.append((translation, picks))
     effects = {}
     for label in ("most attended", "random", "least attended"):
-        erased = [erase_word(t.source_tokens[:-1], picks[label]) for t, picks in chosen]
+        erased = [_erase_word(t.source_tokens[:-1], picks[label]) for t, picks in chosen]
         outputs = translate_batch(model, src_vocab, tgt_vocab, erased)
         out_ids = [[tgt_vocab[token] for token in t.output_tokens] for t, _ in chosen]
         full = forced_batch(model, [src_vocab.encode(" ".join(t.source_tokens[:-1])) for t, _ in chosen], out_ids)
@@ -179,7 +177,7 @@ def erasure_effects(model: Translator, src_vocab, tgt_vocab, sentences: Sequence
 
 
 # ---------------------------------------------------------------------------------------------- replaced weights
-REPLACEMENTS = ("uniform", "frozen")  # what ReplacedAttention can put in place of the model's weights
+REPLACEMENTS = ("uniform", "frozen")  # what _ReplacedAttention can put in place of the model's weights
 
 
 class _ReplacedState(NamedTuple):
@@ -220,7 +218,7 @@ class _ReplacedDecoder(Decoder):
         return out._replace(state=_ReplacedState(out.state, out.weights if self.mode == "frozen" else None))
 
 
-class ReplacedAttention(nn.Module):
+class _ReplacedAttention(nn.Module):
     """A translator that decodes as `model`, but attends with `mode` weights at every step (the decoder step's
     `weights` argument); `model` itself is left as it is. Introduced in notebook 10.
 
@@ -255,21 +253,21 @@ class ReplacedAttention(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------- attention sinks
-class SinkMass(NamedTuple):
+class _SinkMass(NamedTuple):
     """Mean attention mass per output row on the source's <eos> and on its punctuation. Introduced in notebook 10."""
 
     eos: float
     punctuation: float
 
 
-def sink_mass(attention: Tensor, source_tokens: Sequence[str]) -> SinkMass:
-    """attention (T, S) over `source_tokens` (S, ending with <eos>) -> SinkMass. Introduced in notebook 10."""
+def sink_mass(attention: Tensor, source_tokens: Sequence[str]) -> _SinkMass:
+    """attention (T, S) over `source_tokens` (S, ending with <eos>) -> _SinkMass. Introduced in notebook 10."""
     if attention.dim() != 2 or attention.shape[1] != len(source_tokens):
         raise ValueError(f"attention must be (T, S={len(source_tokens)}) for these source tokens, got "
                          f"{tuple(attention.shape)}")
     eos = [j for j, token in enumerate(source_tokens) if token == EOS_TOKEN]
     punctuation = [j for j, token in enumerate(source_tokens) if token != EOS_TOKEN and not token.isalnum()]
-    return SinkMass(float(attention[:, eos].sum(1).mean()), float(attention[:, punctuation].sum(1).mean()))
+    return _SinkMass(float(attention[:, eos].sum(1).mean()), float(attention[:, punctuation].sum(1).mean()))
 
 
 class EosMaskedSeq2Seq(Seq2Seq):
@@ -298,7 +296,7 @@ def rank_agreements(model: Translator, src_vocab, tgt_vocab, pairs: Sequence) ->
         if len(src) < 3:  # one word: nothing to rank
             continue
         words = len(src) - 1
-        attention, loo = weights[:, :words], leave_one_out(model, src, out)  # (T, S - 1) each
+        attention, loo = weights[:, :words], _leave_one_out(model, src, out)  # (T, S - 1) each
         saliency = attributions(model, src, out)[:, :words]  # (T, S - 1)
         for key, (a, b) in zip(sums, ((attention, loo), (attention, saliency), (saliency, loo))):
             sums[key].append(rank_agreement(a, b))
@@ -307,15 +305,15 @@ def rank_agreements(model: Translator, src_vocab, tgt_vocab, pairs: Sequence) ->
 
 def bleu_with_attention(model: Translator, src_vocab, tgt_vocab, pairs: Sequence, mode: str | None = None) -> float:
     """Greedy corpus BLEU on `pairs` with the model's own attention (mode None) or `mode` weights
-    (see ReplacedAttention). Introduced in notebook 10."""
-    translator = model if mode is None else ReplacedAttention(model, mode)
+    (see _ReplacedAttention). Introduced in notebook 10."""
+    translator = model if mode is None else _ReplacedAttention(model, mode)
     outputs = translate_batch(translator, src_vocab, tgt_vocab, [p.source for p in pairs])
     return corpus_scores([o.text for o in outputs], [p.target for p in pairs]).bleu
 
 
-def mean_sink_mass(model: Translator, src_vocab, tgt_vocab, pairs: Sequence) -> SinkMass:
-    """SinkMass averaged over `pairs`, each force-decoded on its reference. Introduced in notebook 10."""
+def mean_sink_mass(model: Translator, src_vocab, tgt_vocab, pairs: Sequence) -> _SinkMass:
+    """_SinkMass averaged over `pairs`, each force-decoded on its reference. Introduced in notebook 10."""
     sources, outputs = _ids(src_vocab, tgt_vocab, pairs)
     masses = [sink_mass(weights, p.source.split() + [EOS_TOKEN])
               for p, weights in zip(pairs, forced_batch(model, sources, outputs).attention)]
-    return SinkMass(*(sum(values) / len(values) for values in zip(*masses)))
+    return _SinkMass(*(sum(values) / len(values) for values in zip(*masses)))

@@ -30,7 +30,7 @@ from course_utils.encoder import EncoderRNN
 from course_utils.vocab import MAX_LENGTH, SOS_ID
 
 __all__ = ["LUONG_SCORES", "ATTENTION_KINDS", "ModelConfig", "Seq2SeqOutput", "StepDecoder", "Translator",
-           "build_decoder", "Seq2Seq", "teacher_forced_input", "count_parameters"]
+           "Seq2Seq", "teacher_forced_input", "count_parameters"]
 
 LUONG_SCORES = tuple(kind for kind in ATTENTION_SCORES if kind != "bahdanau")  # the LuongDecoder's scores
 ATTENTION_KINDS = ("none", *ATTENTION_SCORES, "location")  # every decoder a ModelConfig can name: the one list
@@ -129,7 +129,7 @@ class Translator(Protocol):
                  teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput: ...
 
 
-def build_decoder(config: ModelConfig, key_size: int) -> Decoder:
+def _build_decoder(config: ModelConfig, key_size: int) -> Decoder:
     """The decoder that `config.attention` names, reading keys of size `key_size`. Introduced in notebook 03."""
     c = config
     if c.attention == "none":
@@ -161,7 +161,7 @@ class Seq2Seq(nn.Module):
         self.config = config
         self.encoder = EncoderRNN(config.src_vocab_size, config.embedding_size, config.hidden_size,
                                   config.bidirectional, config.dropout, decoder_hidden_size=config.hidden_size)
-        self.decoder = build_decoder(config, self.encoder.key_size)
+        self.decoder = _build_decoder(config, self.encoder.key_size)
 
     @property
     def device(self) -> torch.device:

@@ -44,8 +44,8 @@ from course_utils.runtime import resolve_device
 if TYPE_CHECKING:
     from course_utils.seq2seq import Translator
 
-__all__ = ["TrainConfig", "History", "MIN_USABLE_PAIRS", "enough_pairs_problem", "StepResult", "train_step",
-           "train_epoch", "sample_pairs", "make_optimizer", "train", "average_weights"]
+__all__ = ["TrainConfig", "History", "enough_pairs_problem", "train_step",
+           "train_epoch", "sample_pairs", "make_optimizer", "train"]
 
 
 # ------------------------------------------------------------------------------------------------------ configs
@@ -118,10 +118,10 @@ class History:
 
 
 # ------------------------------------------------------------------------------------------------- enough data
-MIN_USABLE_PAIRS = 20  # fewer kept pairs cannot fill a training batch and still leave dev and test pairs
+_MIN_USABLE_PAIRS = 20  # fewer kept pairs cannot fill a training batch and still leave dev and test pairs
 
 
-def enough_pairs_problem(data: CourseData, minimum: int = MIN_USABLE_PAIRS) -> str | None:
+def enough_pairs_problem(data: CourseData, minimum: int = _MIN_USABLE_PAIRS) -> str | None:
     """None when `data` has enough usable pairs to train and evaluate on; else a one-line message that says how many
     usable pairs it has, how many are needed, and how to get more."""
     splits = data.splits
@@ -134,7 +134,7 @@ def enough_pairs_problem(data: CourseData, minimum: int = MIN_USABLE_PAIRS) -> s
 
 
 # ---------------------------------------------------------------------------------------------------- the loop
-class StepResult(NamedTuple):
+class _StepResult(NamedTuple):
     """What one `train_step` did: the plain NLL per real target token (also when the optimised loss is
     label-smoothed, so it compares with the dev loss) and the number of real target tokens in the batch.
 
@@ -146,7 +146,7 @@ class StepResult(NamedTuple):
 
 
 def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
-               graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> StepResult:
+               graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> _StepResult:
     """One optimisation step on one batch: forward (teacher forcing per `config`), masked loss (label-smoothed per
     `config`), backward, gradient clipping (when config.clip > 0), optimizer step. The loss comes from
     `fast.training_loss`: the same as masked_nll_loss over the model's (B, T, V), up to float rounding.
@@ -159,7 +159,7 @@ def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer
         graphs: on a GPU, the decoder's side recorded as CUDA graphs (`fast.training_graphs`, built by `train`).
         fast_paths: False runs the decoder's own forward even where it has a fast path (to compare the two).
     Returns:
-        StepResult(loss, tokens): the loss is the plain NLL per target token, comparable with the dev loss.
+        _StepResult(loss, tokens): the loss is the plain NLL per target token, comparable with the dev loss.
 
     Introduced in notebook 05.
     """
@@ -170,7 +170,7 @@ def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer
     if config.clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
     optimizer.step()
-    return StepResult(nll.item(), int(batch.tgt_lengths.sum()))
+    return _StepResult(nll.item(), int(batch.tgt_lengths.sum()))
 
 
 def train_epoch(model: Translator, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
@@ -286,7 +286,7 @@ def train(model: Translator, data: CourseData, config: TrainConfig, progress: bo
                 log(f"time budget of {config.time_budget:.0f} s spent after {epoch} epoch(s); stopping")
             break
     if len(snapshots) > 1:
-        model.load_state_dict(average_weights(list(snapshots)))
+        model.load_state_dict(_average_weights(list(snapshots)))
         if log is not None:
             result = evaluate(model, dev_pairs, data.src_vocab, data.tgt_vocab, config.eval_batch_size,
                               bleu=config.eval_bleu)
@@ -295,7 +295,7 @@ def train(model: Translator, data: CourseData, config: TrainConfig, progress: bo
     return history
 
 
-def average_weights(state_dicts: list[dict]) -> dict:
+def _average_weights(state_dicts: list[dict]) -> dict:
     """The element-wise mean of several state_dicts of one model (checkpoint averaging). Introduced in notebook 05."""
     averaged = {}
     for key, value in state_dicts[0].items():

@@ -5,7 +5,7 @@ Read it top to bottom, as in notebook 09:
     scaled_dot_attention   softmax(q k^T / sqrt(Dh)) v, masked: the Luong scaled dot of notebook 04, with values
     MultiHeadAttention     `heads` of them side by side: project, split (view, then transpose), attend, merge
     sinusoidal_positions   the fixed position signal of Vaswani et al. (2017), added to the embeddings
-    EncoderLayer, DecoderLayer   pre-LN blocks: x + attention(LN(x)), then x + feed-forward(LN(x))
+    _EncoderLayer, _DecoderLayer   pre-LN blocks: x + attention(LN(x)), then x + feed-forward(LN(x))
     TransformerSeq2Seq     encode / decoder.step / forward: a seq2seq.Translator, as Seq2Seq is
 
 Conventions of course_utils.attention: masks are True on real tokens (where attending is allowed); scorers return
@@ -34,8 +34,7 @@ from course_utils.runtime import eval_mode
 from course_utils.seq2seq import ModelConfig, Seq2Seq, Seq2SeqOutput, teacher_forced_input
 
 __all__ = ["ARCHITECTURES", "TransformerConfig", "config_from_dict", "build_model", "scaled_dot_attention",
-           "causal_mask", "MultiHeadAttention", "sinusoidal_positions", "EncoderLayer", "DecoderLayer",
-           "TransformerMemory", "TransformerState", "TransformerDecoder", "TransformerSeq2Seq", "plot_heads"]
+           "causal_mask", "MultiHeadAttention", "sinusoidal_positions", "TransformerSeq2Seq", "plot_heads"]
 
 ARCHITECTURES = ("gru", "transformer")  # what a checkpoint's config dict may name; missing means "gru"
 
@@ -170,7 +169,7 @@ def _feed_forward(config: TransformerConfig) -> nn.Sequential:
                          nn.Linear(config.ff_size, config.hidden_size))
 
 
-class EncoderLayer(nn.Module):
+class _EncoderLayer(nn.Module):
     """Pre-LN: x + SelfAttention(LN(x)), then x + FF(LN(x)). forward(x (B, S, H), mask (B, S)) -> (B, S, H).
     Introduced in notebook 09."""
 
@@ -186,7 +185,7 @@ class EncoderLayer(nn.Module):
         return x + self.dropout(self.feed_forward(self.norm2(x)))  # (B, S, H)
 
 
-class DecoderLayer(nn.Module):
+class _DecoderLayer(nn.Module):
     """Pre-LN: causal self-attention over the cache and the new positions, cross-attention, feed-forward.
 
     forward(x (B, T, H), cache (k, v) of (B, h, T0, Dh) each, cross (k, v) of (B, h, S, Dh), src_mask (B, S)) ->
@@ -214,7 +213,7 @@ class DecoderLayer(nn.Module):
 
 
 # ------------------------------------------------------------------------------------------- memory and state
-class TransformerMemory(NamedTuple):
+class _TransformerMemory(NamedTuple):
     """What the decoder reads of one source batch, prepared once (the seq2seq Memory's role).
     Introduced in notebook 09."""
 
@@ -222,13 +221,13 @@ class TransformerMemory(NamedTuple):
     mask: Tensor  # (B, S) bool, True on real source tokens
     cross: tuple[tuple[Tensor, Tensor], ...]  # per decoder layer: its cross-attention keys, values (B, h, S, Dh)
 
-    def index_select(self, index: Tensor) -> TransformerMemory:
+    def index_select(self, index: Tensor) -> _TransformerMemory:
         """Pick or repeat batch rows, index (N,) long (beam search)."""
         pick = lambda t: t.index_select(0, index)  # noqa: E731
-        return TransformerMemory(pick(self.keys), pick(self.mask), tuple((pick(k), pick(v)) for k, v in self.cross))
+        return _TransformerMemory(pick(self.keys), pick(self.mask), tuple((pick(k), pick(v)) for k, v in self.cross))
 
 
-class TransformerState(NamedTuple):
+class _TransformerState(NamedTuple):
     """The decoder's state between steps is its cache: per layer, the self-attention keys and values of every
     target position so far, (B, h, T0, Dh) each (T0 = 0 before the first step). Introduced in notebook 09."""
 
@@ -239,9 +238,9 @@ class TransformerState(NamedTuple):
         """T0, the number of target positions already decoded."""
         return self.cache[0][0].shape[2]
 
-    def index_select(self, index: Tensor) -> TransformerState:
+    def index_select(self, index: Tensor) -> _TransformerState:
         """Pick or repeat batch rows, index (N,) long (beam search)."""
-        return TransformerState(tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in self.cache))
+        return _TransformerState(tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in self.cache))
 
 
 class _Embed(nn.Module):
@@ -261,7 +260,7 @@ class _Embed(nn.Module):
         return self.dropout(x)
 
 
-class TransformerDecoder(nn.Module):
+class _TransformerDecoder(nn.Module):
     """Embedding + positions, `layers` DecoderLayers, a final LayerNorm, an output layer tied to the embedding.
 
     step(prev_tokens (B,), state, memory) -> StepOutput(log_probs (B, V), state (cache one longer), weights (B, S)).
@@ -275,7 +274,7 @@ class TransformerDecoder(nn.Module):
         super().__init__()
         self.config, self.output_size = config, config.tgt_vocab_size
         self.embed = _Embed(config.tgt_vocab_size, config)
-        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.layers))
+        self.layers = nn.ModuleList(_DecoderLayer(config) for _ in range(config.layers))
         self.norm = nn.LayerNorm(config.hidden_size)
         self.out = nn.Linear(config.hidden_size, config.tgt_vocab_size)
         self.out.weight = self.embed.embedding.weight  # tied: one (V, H) matrix reads and writes English words
@@ -283,18 +282,18 @@ class TransformerDecoder(nn.Module):
     def check_source_length(self, source_length: int) -> None:
         """Any length: sinusoidal positions have no table to run out of (search.py asks every decoder)."""
 
-    def prepare_memory(self, keys: Tensor, mask: Tensor) -> TransformerMemory:
-        """keys (B, S, H), mask (B, S) -> TransformerMemory with every layer's cross keys and values computed once."""
-        return TransformerMemory(keys, mask, tuple(layer.cross_attention.project_kv(keys) for layer in self.layers))
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> _TransformerMemory:
+        """keys (B, S, H), mask (B, S) -> _TransformerMemory with every layer's cross keys and values computed once."""
+        return _TransformerMemory(keys, mask, tuple(layer.cross_attention.project_kv(keys) for layer in self.layers))
 
-    def init_state(self, encoder_final: Tensor) -> TransformerState:
+    def init_state(self, encoder_final: Tensor) -> _TransformerState:
         """The encoder's output (B, S, H) -> an empty cache, (B, h, 0, Dh) keys and values per layer."""
         empty = encoder_final.new_zeros(encoder_final.shape[0], self.config.heads, 0,
                                         self.config.hidden_size // self.config.heads)
-        return TransformerState(tuple((empty, empty) for _ in self.layers))
+        return _TransformerState(tuple((empty, empty) for _ in self.layers))
 
-    def run(self, tgt_in: Tensor, state: TransformerState,
-            memory: TransformerMemory) -> tuple[Tensor, TransformerState, Tensor]:
+    def run(self, tgt_in: Tensor, state: _TransformerState,
+            memory: _TransformerMemory) -> tuple[Tensor, _TransformerState, Tensor]:
         x = self.embed(tgt_in, start=state.position)  # (B, T, H)
         caches, weights = [], []
         for layer, cache, cross in zip(self.layers, state.cache, memory.cross):
@@ -302,9 +301,9 @@ class TransformerDecoder(nn.Module):
             caches.append(cache)
             weights.append(cross_weights)
         log_probs = F.log_softmax(self.out(self.norm(x)), dim=-1)  # (B, T, V)
-        return log_probs, TransformerState(tuple(caches)), torch.stack(weights)  # weights (layers, B, h, T, S)
+        return log_probs, _TransformerState(tuple(caches)), torch.stack(weights)  # weights (layers, B, h, T, S)
 
-    def forward(self, tgt_in: Tensor, state: TransformerState, memory: TransformerMemory,
+    def forward(self, tgt_in: Tensor, state: _TransformerState, memory: _TransformerMemory,
                 teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
         if teacher_forcing_ratio != 1.0:
             raise ValueError(f"a Transformer decoder reads the gold prefix at every position (teacher forcing "
@@ -312,7 +311,7 @@ class TransformerDecoder(nn.Module):
         log_probs, state, weights = self.run(tgt_in, state, memory)  # (B, T, V), ..., (layers, B, h, T, S)
         return DecoderOutput(log_probs, weights[-1].mean(dim=1), state)  # weights (B, T, S)
 
-    def step(self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory,
+    def step(self, prev_tokens: Tensor, state: _TransformerState, memory: _TransformerMemory,
              weights: Tensor | None = None) -> StepOutput:
         if weights is not None:
             raise ValueError("a Transformer attends with h heads in every layer, not one (B, S) row: replace the "
@@ -324,7 +323,7 @@ class TransformerDecoder(nn.Module):
 class TransformerSeq2Seq(nn.Module):
     """Encoder + decoder with Seq2Seq's interface (search, translate, train, evaluate, checkpoints use it as is).
 
-    encode(src (B, S), src_lengths (B,)) -> (TransformerMemory, TransformerState (an empty cache)).
+    encode(src (B, S), src_lengths (B,)) -> (_TransformerMemory, _TransformerState (an empty cache)).
     forward(src, src_lengths, tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput(log_probs (B, T, V),
         attention (B, T, S): the last layer's cross-attention averaged over heads). All T positions run at once
         under the causal mask, so only teacher forcing (ratio 1.0) exists.
@@ -339,15 +338,15 @@ class TransformerSeq2Seq(nn.Module):
                              "from recipe.model_config(data.src_vocab, data.tgt_vocab)")
         self.config = config
         self.embed = _Embed(config.src_vocab_size, config)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.layers))
+        self.encoder_layers = nn.ModuleList(_EncoderLayer(config) for _ in range(config.layers))
         self.encoder_norm = nn.LayerNorm(config.hidden_size)
-        self.decoder = TransformerDecoder(config)
+        self.decoder = _TransformerDecoder(config)
 
     @property
     def device(self) -> torch.device:
         return self.embed.embedding.weight.device
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[TransformerMemory, TransformerState]:
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[_TransformerMemory, _TransformerState]:
         if src.device != self.device:
             raise ValueError(f"src is on {src.device} but the model is on {self.device}: move the batch first")
         from course_utils.data import lengths_to_mask  # here: importing the models loads no data pipeline

@@ -9,12 +9,12 @@ from torch.testing import assert_close
 from course_utils import alignment, explanation
 from course_utils.explanation import (
     EosMaskedSeq2Seq,
-    ReplacedAttention,
+    _erase_word,
+    _leave_one_out,
+    _ReplacedAttention,
     attributions,
-    erase_word,
     forced_batch,
     kendall_tau,
-    leave_one_out,
     rank_agreement,
     sink_mass,
 )
@@ -88,7 +88,7 @@ def test_leave_one_out_equals_force_decoding_without_the_word(toy):
     gold, data = toy
     model = model_for(data)
     src, out = ids(data, gold[2])
-    loo = leave_one_out(model, src, out)  # (T, S - 1)
+    loo = _leave_one_out(model, src, out)  # (T, S - 1)
     assert loo.shape == (len(out), len(src) - 1)
     target = torch.tensor(out).unsqueeze(1)
     full = force_decode(model, torch.tensor(src), torch.tensor(out)).log_probs.gather(1, target).squeeze(1)
@@ -107,7 +107,7 @@ def test_kendall_tau_by_hand():
 
 
 def test_erase_word_and_erasure_effects_count_the_sentences(toy):
-    assert erase_word(["le", "chat", "noir", "."], 1) == "le noir ."
+    assert _erase_word(["le", "chat", "noir", "."], 1) == "le noir ."
     gold, data = toy
     model = model_for(data)
     effects = explanation.erasure_effects(model, data.src_vocab, data.tgt_vocab, [p.source for p in gold[:6]])
@@ -131,10 +131,10 @@ def test_uniform_attention_weights_are_uniform_and_the_model_is_restored(toy, ki
     model = model_for(data, kind)
     src, out = ids(data, gold[3])
     before = forced_batch(model, [src], [out]).attention[0]
-    weights = forced_batch(ReplacedAttention(model, "uniform"), [src], [out]).attention[0]  # (T, S)
+    weights = forced_batch(_ReplacedAttention(model, "uniform"), [src], [out]).attention[0]  # (T, S)
     assert_close(weights, torch.full_like(weights, 1 / len(src)))
     assert_close(forced_batch(model, [src], [out]).attention[0], before)
-    assert not isinstance(model.decoder.attention, ReplacedAttention)
+    assert not isinstance(model.decoder.attention, _ReplacedAttention)
 
 
 @pytest.mark.parametrize("kind", ["bahdanau", "scaled_dot"])
@@ -143,7 +143,7 @@ def test_frozen_attention_repeats_the_first_step_in_training_form_and_in_greedy_
     model = model_for(data, kind)
     src, out = ids(data, gold[4])
     first_step = forced_batch(model, [src], [out]).attention[0][0]  # (S,)
-    frozen = ReplacedAttention(model, "frozen")
+    frozen = _ReplacedAttention(model, "frozen")
     weights = forced_batch(frozen, [src], [out]).attention[0]  # (T, S): teacher forced
     with eval_mode(frozen):
         decoded = greedy_decode(frozen, torch.tensor([src]), torch.tensor([len(src)]))
@@ -155,9 +155,9 @@ def test_frozen_attention_repeats_the_first_step_in_training_form_and_in_greedy_
 def test_replaced_attention_refuses_the_location_exhibit_and_unknown_modes(toy):
     _, data = toy
     with pytest.raises(ValueError, match="no content attention"):
-        ReplacedAttention(model_for(data, "location"), "uniform")
+        _ReplacedAttention(model_for(data, "location"), "uniform")
     with pytest.raises(ValueError, match="unknown replacement"):
-        ReplacedAttention(torch.nn.Identity(), "shuffled")
+        _ReplacedAttention(torch.nn.Identity(), "shuffled")
 
 
 def test_sink_mass_by_hand():
