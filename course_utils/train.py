@@ -1,27 +1,11 @@
-"""Training: the configuration, one step, one epoch, the visible loop, and weight averaging.
+"""Training, top to bottom as in notebook 05: TrainConfig (how to train), History (per-epoch numbers), train_step
+(one batch: forward, masked loss, backward, clip, Adam step), train_epoch (every batch once), train (the loop, with
+dev loss and dev BLEU after each epoch).
 
-Read it top to bottom, as in notebook 05:
-
-    TrainConfig   how to train (epochs, batch size, learning rate, clipping, teacher forcing, seed, ...)
-    History       per-epoch numbers of one run, for plotting
-    train_step    one batch: forward, masked loss, backward, clip, Adam step (the benchmarks time exactly this)
-    train_epoch   train_step over every batch of the loader
-    train         the loop: epochs of train_epoch, dev loss and dev BLEU after each, a History
-
-Teacher forcing is decided per decoder step, once for the whole batch: before each step after the first, one coin
-flip (torch.rand, so the seed decides) feeds the gold previous word with probability `teacher_forcing_ratio`,
-otherwise the model's own previous argmax. Ratio 1.0 (the default) always feeds the gold word, which lets Luong
-decoders run all steps in one GRU call.
-
-`train_step` computes its loss through `course_utils.fast.training_loss`: a decoder's teacher-forced fast path with
-the loss on the real target steps only, and on a GPU the decoder's side replayed as CUDA graphs (recorded by `train`,
-one per batch shape); the same numbers as the plain forward, up to float rounding.
-
-Determinism: `train` seeds torch with `TrainConfig.seed` and the batch order comes from the same seed, so two runs
-on the CPU with the same seed (and thread count) give identical losses. Named recipes and the model cache live in
-`course_utils.zoo`, checkpoints in `course_utils.checkpoints`, evaluation in `course_utils.evaluate`.
-
-Introduced in notebook 05.
+Teacher forcing is decided per decoder step, once for the whole batch (see decoder.Decoder.forward). train_step's
+loss comes from `fast.training_loss` (a decoder's fast path, the packed loss, CUDA graphs on a GPU): the same numbers
+as the plain forward, up to float rounding. `train` seeds torch and the batch order with TrainConfig.seed: two CPU
+runs with one seed and thread count give identical losses. Introduced in notebook 05.
 """
 from __future__ import annotations
 
@@ -82,18 +66,12 @@ class TrainConfig:
 
 @dataclass
 class History:
-    """Per-epoch numbers of one training run, for plotting (viz.plot_history). Introduced in notebook 05.
+    """Per-epoch numbers of one training run, for plotting (viz.plot_history). Introduced in notebook 05."""
 
-    train_loss: mean NLL per target token over the epoch's batches (without label smoothing); dev_loss: the same
-    on the dev set (teacher forced, no dropout); dev_bleu: corpus BLEU of greedy translations of the dev set (nan
-    when not computed);
-    epoch_seconds: training time of the epoch (evaluation excluded).
-    """
-
-    train_loss: list[float] = field(default_factory=list)
-    dev_loss: list[float] = field(default_factory=list)
-    dev_bleu: list[float] = field(default_factory=list)
-    epoch_seconds: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)  # mean NLL per target token (without label smoothing)
+    dev_loss: list[float] = field(default_factory=list)  # the same on the dev set (teacher forced, no dropout)
+    dev_bleu: list[float] = field(default_factory=list)  # corpus BLEU of greedy dev translations (nan: not computed)
+    epoch_seconds: list[float] = field(default_factory=list)  # training time (evaluation excluded)
 
     @property
     def epochs(self) -> int:
@@ -135,11 +113,7 @@ def enough_pairs_problem(data: CourseData, minimum: int = _MIN_USABLE_PAIRS) -> 
 
 # ---------------------------------------------------------------------------------------------------- the loop
 class _StepResult(NamedTuple):
-    """What one `train_step` did: the plain NLL per real target token (also when the optimised loss is
-    label-smoothed, so it compares with the dev loss) and the number of real target tokens in the batch.
-
-    Introduced in notebook 05.
-    """
+    """One train_step: the plain NLL per real target token (comparable with the dev loss), and their number."""
 
     loss: float
     tokens: int
@@ -147,21 +121,10 @@ class _StepResult(NamedTuple):
 
 def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
                graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> _StepResult:
-    """One optimisation step on one batch: forward (teacher forcing per `config`), masked loss (label-smoothed per
-    `config`), backward, gradient clipping (when config.clip > 0), optimizer step. The loss comes from
-    `fast.training_loss`: the same as masked_nll_loss over the model's (B, T, V), up to float rounding.
-
-    Args:
-        model: a translator in train mode, on the device of `batch`.
-        batch: Batch(src (B, S), src_lengths (B,), src_mask (B, S), tgt (B, T), tgt_lengths (B,)).
-        optimizer: e.g. make_optimizer(model, config).
-        config: teacher_forcing_ratio, label_smoothing and clip are read from it.
-        graphs: on a GPU, the decoder's side recorded as CUDA graphs (`fast.training_graphs`, built by `train`).
-        fast_paths: False runs the decoder's own forward even where it has a fast path (to compare the two).
-    Returns:
-        _StepResult(loss, tokens): the loss is the plain NLL per target token, comparable with the dev loss.
-
-    Introduced in notebook 05.
+    """One optimisation step on `batch` (on the model's device): the loss of `fast.training_loss` (teacher forcing
+    and label smoothing per `config`), backward, clipping (config.clip > 0), optimizer step. `graphs`: the CUDA
+    graphs `train` records on a GPU; fast_paths=False: the decoder's own forward (to compare the two). Returns the
+    plain NLL per target token and the token count. Introduced in notebook 05.
     """
     loss, nll = training_loss(model, batch, config, graphs, fast_paths)
     optimizer.zero_grad(set_to_none=True)
@@ -176,24 +139,13 @@ def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer
 def train_epoch(model: Translator, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
                 deadline: float | None = None, desc: str = "train", progress: bool = True,
                 graphs: DecoderGraphs | None = None) -> float:
-    """One pass of `train_step` over `loader`. Returns the mean plain NLL per target token of the epoch.
-
-    Args:
-        model: a Seq2Seq (put in train mode here).
-        loader: yields Batch(src (B, S), src_lengths (B,), src_mask, tgt (B, T), tgt_lengths) (data.make_loader);
-            iterated exactly once, and its len() sizes the progress bar.
-        optimizer: e.g. Adam over model.parameters().
-        config: what train_step reads (teacher_forcing_ratio, label_smoothing, clip).
-        deadline: time.perf_counter() value after which the epoch stops early (time budget).
-        desc, progress: the tqdm bar's label and whether to show it.
-        graphs: passed to every train_step (CUDA graphs of the decoder's side; None: none).
-
+    """`train_step` over every batch of `loader` (iterated once; len() sizes the tqdm bar), the model in train mode,
+    stopping early after time.perf_counter() passes `deadline`. Returns the epoch's mean plain NLL per target token.
     Introduced in notebook 05.
     """
     model.train()
     total_loss, total_tokens = 0.0, 0
-    # tqdm(loader) would call iter(loader) once more in its constructor: a bucketed loader would reshuffle twice per
-    # epoch. So the bar only counts, and the loader is iterated exactly once.
+    # the bar only counts: tqdm(loader) would iterate the loader once more (a bucketed loader would reshuffle twice)
     bar = tqdm(total=len(loader), desc=desc, leave=False, disable=not progress, mininterval=0.5)
     for batch in loader:
         result = train_step(model, batch.to(model.device), optimizer, config, graphs)
@@ -208,11 +160,8 @@ def train_epoch(model: Translator, loader: Iterable[Batch], optimizer: torch.opt
 
 
 def sample_pairs(pairs: Sequence[Pair], count: int | None, seed: int) -> list[Pair]:
-    """A seeded random sample of `count` pairs, in their original order (all of them when count is None).
-
-    Not the first `count`: the splits keep corpus order, which is roughly shortest first, so a prefix would be a
-    biased subset. Introduced in notebook 05.
-    """
+    """A seeded random sample of `count` pairs (all when None), in corpus order: not a prefix, which would be biased
+    (the splits run roughly shortest first). Introduced in notebook 05."""
     if count is None or count >= len(pairs):
         return list(pairs)
     chosen = sorted(random.Random(seed).sample(range(len(pairs)), count))
@@ -229,23 +178,11 @@ def make_optimizer(model: Translator, config: TrainConfig) -> torch.optim.Optimi
 
 def train(model: Translator, data: CourseData, config: TrainConfig, progress: bool = True,
           log: Callable[[str], None] | None = print) -> History:
-    """Train `model` on data.splits.train; after every epoch measure dev loss and dev BLEU. Returns a History.
-
-    The loop, in full: seed; Adam; for each epoch: train_epoch (a tqdm bar with the running loss), then evaluate
-    on the dev set, log one line, decay the learning rate; stop early when `config.time_budget` is spent. With
-    `config.average_last` = N > 1 the model ends with the mean of its weights after each of the last N epochs.
-    The model is moved to config.device ("auto": CUDA when present).
-
-    Args:
-        model: a Seq2Seq built for data's vocabularies.
-        data: CourseData (splits and vocabularies).
-        config: TrainConfig.
-        progress: show tqdm bars.
-        log: called with one line per epoch (None: silent).
-    Raises:
-        ValueError: the train or dev split is empty (before any training), or config.device is unusable.
-
-    Introduced in notebook 05.
+    """Train `model` (built for data's vocabularies, moved to config.device) on data.splits.train: seed, Adam, then
+    per epoch train_epoch, dev loss and dev BLEU, one `log` line (None: silent), learning-rate decay; stop when
+    config.time_budget is spent. With config.average_last = N > 1 the model ends with the mean of its weights
+    after each of the last N epochs. Returns a History. Raises ValueError, before any training, when the train or
+    dev split is empty or config.device is unusable. Introduced in notebook 05.
     """
     model.config.check_vocabularies(data.src_vocab, data.tgt_vocab)
     if not data.splits.train or not data.splits.dev:  # refuse before training, not after the first epoch
@@ -296,7 +233,7 @@ def train(model: Translator, data: CourseData, config: TrainConfig, progress: bo
 
 
 def _average_weights(state_dicts: list[dict]) -> dict:
-    """The element-wise mean of several state_dicts of one model (checkpoint averaging). Introduced in notebook 05."""
+    """The element-wise mean of several state_dicts of one model (checkpoint averaging)."""
     averaged = {}
     for key, value in state_dicts[0].items():
         if value.is_floating_point():
