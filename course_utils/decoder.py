@@ -24,6 +24,7 @@ from course_utils.vocab import MAX_LENGTH, PAD_ID
 __all__ = ["Memory", "DecoderState", "StepOutput", "DecoderOutput", "Decoder", "DecoderRNN",
            "AttnDecoderRNN", "BahdanauDecoder", "LuongDecoder"]
 
+
 class Memory(NamedTuple):
     """What the decoder attends to, prepared once per sentence. Introduced in notebook 03."""
 
@@ -75,8 +76,8 @@ class Decoder(nn.Module):
     max_source_length: int | None = None  # the longest source (S, EOS included) it can read; None: any length
 
     def check_source_length(self, source_length: int) -> None:
-        """Raise a one-line ValueError when a source of `source_length` positions (EOS included) is longer than this
-        decoder can read (`max_source_length`), as AttnDecoderRNN does; this default (any length) checks nothing."""
+        """Raise a one-line ValueError when a source of `source_length` positions (EOS included) is longer than
+        `max_source_length`; by default any length is read."""
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
         """keys (B, S, K) encoder outputs, mask (B, S) bool -> Memory (nothing precomputed by default)."""
@@ -166,10 +167,8 @@ class Decoder(nn.Module):
 
 class DecoderRNN(Decoder):
     """Decoder without attention: the encoder's final state is all it knows of the source (Cho et al., 2014).
-
-    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax. The memory is accepted and ignored (weights
-    None), so it plugs into the same training and search code. (The 2017 tutorial also put a ReLU on the embedding;
-    this baseline leaves it out.) Introduced in notebook 03.
+    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax; the memory is accepted and ignored (weights
+    None), so the same training and search code runs it. Introduced in notebook 03.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, output_size: int, dropout: float = 0.1,
@@ -193,16 +192,13 @@ class DecoderRNN(Decoder):
 
 
 class AttnDecoderRNN(Decoder):
-    """The 2017 PyTorch tutorial's attention decoder, kept as an exhibit of "location-based" attention.
+    """The 2017 PyTorch tutorial's attention decoder, an exhibit of "location-based" attention.
 
-    weights = softmax(Linear(2H, max_length)([embedded; hidden])): the scores come from the current word and
-    state only, one per *slot* 0..max_length-1, never from the encoder outputs. They are then applied (bmm) to the
-    encoder outputs zero-padded to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU, whose state
-    gives the output. Consequences the tests pin down: changing the encoder outputs does not change the weights,
-    sentences longer than max_length (MAX_LENGTH) cannot be attended to at all (`check_source_length` says so), and
-    nothing masks the padding. Its weights are therefore (B, max_length): a softmax over all slots, the mass on slots
-    >= the sentence's length multiplying zeros. Embedding size = hidden size, as in the tutorial; `key_size`
-    (default hidden_size) lets it follow a bidirectional encoder. Introduced in notebook 03.
+    weights = softmax(Linear(2H, max_length)([embedded; hidden])): one score per *slot* 0..max_length-1, from the
+    current word and state only, never from the encoder outputs, applied (bmm) to the encoder outputs zero-padded
+    to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU. So the weights ignore the keys, a source
+    longer than max_length cannot be read (`check_source_length`), nothing masks the padding, and the weights are
+    (B, max_length). Embedding size = hidden size, as in the tutorial. Introduced in notebook 03.
     """
 
     def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = MAX_LENGTH,
@@ -255,11 +251,10 @@ class AttnDecoderRNN(Decoder):
 class BahdanauDecoder(Decoder):
     """Bahdanau et al. (2015): attend with the previous state, then step the GRU on [embedding; context].
 
-    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1}); output: t_i = tanh(W_o [s_i; c_i;
-    E y_{i-1}]) (a tanh layer in place of the paper's maxout "deep output"), then log_softmax(Linear(H, V)(dropout(
-    t_i))). The keys' projection U k is computed once per sentence in `prepare_memory`; A defaults to hidden_size.
-    With teacher forcing 1.0 every input word is known up front: `forward` embeds them all, runs `recur` (attention
-    and GRU) once per step, then the output layer once over all T steps. Introduced in notebook 03.
+    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1}); t_i = tanh(W_o [s_i; c_i;
+    E y_{i-1}]) (a tanh layer for the paper's maxout), then log_softmax(Linear(H, V)(dropout(t_i))). U k is
+    projected once per sentence (`prepare_memory`); A defaults to H. With teacher forcing 1.0 `forward` embeds all
+    words, runs `recur` once per step, then the output layer once over all T steps. Introduced in notebook 03.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int, dropout: float = 0.1,

@@ -31,7 +31,6 @@ class EncoderOutput(NamedTuple):
 def _check_source(src: Tensor, src_lengths: Tensor) -> None:
     """Raise a ValueError naming the problem and the fix unless `src` (B, S) and `src_lengths` (B,) fit together.
 
-    Introduced in notebook 02.
     """
     if src.dim() != 2 or src.dtype != torch.long:
         raise ValueError(

@@ -1,13 +1,12 @@
-"""Does attention explain? Probes of a trained Seq2Seq that the attention weights can be checked against.
+"""Does attention explain? Probes of a trained translator that the attention weights can be checked against.
 Introduced in notebook 10.
 
     forced = forced_batch(model, sources, outputs)      # teacher-forced: per-token log P and attention, batched
     grads = attributions(model, src_ids, out_ids)       # (T, S): |d log p(y_t) / d source embedding s|
     ig = attributions(model, src_ids, out_ids, steps=16)   # integrated gradients from a zero embedding
-    loo = _leave_one_out(model, src_ids, out_ids)        # (T, S - 1): the drop in log p(y_t) without word s
     kendall_tau(attention_row, importance_row)          # do the two rank the source words alike?
     erasure_effects(model, src_vocab, tgt_vocab, sentences)   # delete the most / a random / the least attended word
-    _ReplacedAttention(model, "uniform")                 # a translator with uniform (or "frozen") attention weights
+    bleu_with_attention(model, ..., "uniform")          # BLEU with uniform (or "frozen") attention weights
     sink_mass(attention, source_tokens)                 # how much attention sits on <eos> and punctuation
     EosMaskedSeq2Seq(config)                            # a remedy: <eos> is not a key
 
@@ -37,7 +36,7 @@ __all__ = ["forced_batch", "attributions", "kendall_tau", "rank_agreement", "Era
 
 
 class _ForcedBatch(NamedTuple):
-    """Teacher-forced results, one entry per sentence. Introduced in notebook 10."""
+    """Teacher-forced results, one entry per sentence."""
 
     token_log_probs: list[Tensor]  # (T_i,) log p(y_t | y_<t, x) of each output token
     attention: list[Tensor | None]  # (T_i, S_i) weights, or None for a model without attention
@@ -94,8 +93,7 @@ def attributions(model: Translator, src_ids: Sequence[int], out_ids: Sequence[in
 
 
 def _leave_one_out(model: Translator, src_ids: Sequence[int], out_ids: Sequence[int]) -> Tensor:
-    """The drop in log p(y_t) when source word s is deleted (EOS kept): src_ids (S,), out_ids (T,) -> (T, S - 1).
-    Introduced in notebook 10."""
+    """The drop in log p(y_t) when source word s is deleted (EOS kept): src_ids (S,), out_ids (T,) -> (T, S - 1)."""
     words = list(src_ids[:-1])
     if not words:
         raise ValueError("_leave_one_out needs a source with at least one word before EOS")
@@ -138,7 +136,7 @@ class Erasure(NamedTuple):
 
 
 def _erase_word(words: Sequence[str], position: int) -> str:
-    """The sentence without the word at `position`. Introduced in notebook 10."""
+    """The sentence without the word at `position`."""
     return " ".join(list(words[:position]) + list(words[position + 1:]))
 
 
@@ -220,7 +218,7 @@ class _ReplacedDecoder(Decoder):
 
 class _ReplacedAttention(nn.Module):
     """A translator that decodes as `model`, but attends with `mode` weights at every step (the decoder step's
-    `weights` argument); `model` itself is left as it is. Introduced in notebook 10.
+    `weights` argument); `model` itself is left as it is.
 
     "uniform": every real source position gets 1 / S (Jain & Wallace's question: does *where* matter?).
     "frozen": the first decoder step's weights are kept for every later step of the sentence (the decoder no
@@ -254,7 +252,7 @@ class _ReplacedAttention(nn.Module):
 
 # ---------------------------------------------------------------------------------------------- attention sinks
 class _SinkMass(NamedTuple):
-    """Mean attention mass per output row on the source's <eos> and on its punctuation. Introduced in notebook 10."""
+    """Mean attention mass per output row on the source's <eos> and on its punctuation."""
 
     eos: float
     punctuation: float

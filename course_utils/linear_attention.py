@@ -24,8 +24,7 @@ __all__ = ["causal_linear_attention", "initial_state",
 
 
 def _elu_feature_map(x: Tensor) -> Tensor:
-    """phi(x) = elu(x) + 1: positive everywhere, so every score phi(q)^T phi(k) is > 0 (any shape in and out).
-    Introduced in notebook 09."""
+    """phi(x) = elu(x) + 1: positive everywhere, so every score phi(q)^T phi(k) is > 0 (any shape in and out)."""
     return F.elu(x) + 1
 
 
@@ -39,8 +38,7 @@ def causal_linear_attention(query: Tensor, keys: Tensor, values: Tensor, eps: fl
 
 
 class _LinearAttentionState(NamedTuple):
-    """The recurrent state after i steps: S_i (..., Dk, Dv) and z_i (..., Dk). Its size does not depend on i.
-    Introduced in notebook 09."""
+    """The recurrent state after i steps: S_i (..., Dk, Dv) and z_i (..., Dk). Its size does not depend on i."""
 
     sums: Tensor
     normaliser: Tensor

@@ -130,7 +130,7 @@ class Translator(Protocol):
 
 
 def _build_decoder(config: ModelConfig, key_size: int) -> Decoder:
-    """The decoder that `config.attention` names, reading keys of size `key_size`. Introduced in notebook 03."""
+    """The decoder that `config.attention` names, reading keys of size `key_size`."""
     c = config
     if c.attention == "none":
         return DecoderRNN(c.embedding_size, c.hidden_size, c.tgt_vocab_size, c.dropout, key_size=key_size)

@@ -21,7 +21,7 @@ _COLUMNS = ("module", "type", "call", "inputs", "outputs")
 
 def _describe_shapes(value: Any) -> str:
     """A short text for the shapes inside `value`: tensors as (2, 5), PackedSequence, NamedTuple fields,
-    tuples/lists, dicts, None; other objects by repr (numbers, strings) or type name. Introduced in notebook 02."""
+    tuples/lists, dicts, None; other objects by repr (numbers, strings) or type name."""
     if isinstance(value, Tensor):
         return str(tuple(value.shape))
     if isinstance(value, PackedSequence):
@@ -42,7 +42,7 @@ def _describe_shapes(value: Any) -> str:
 
 
 class _ShapeRow(NamedTuple):
-    """One submodule call. Introduced in notebook 02."""
+    """One submodule call."""
 
     name: str  # dotted module name, e.g. "decoder.attention.query_layer"; "(model)" for the root
     type: str  # class name, e.g. "Linear"

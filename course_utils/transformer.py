@@ -170,8 +170,7 @@ def _feed_forward(config: TransformerConfig) -> nn.Sequential:
 
 
 class _EncoderLayer(nn.Module):
-    """Pre-LN: x + SelfAttention(LN(x)), then x + FF(LN(x)). forward(x (B, S, H), mask (B, S)) -> (B, S, H).
-    Introduced in notebook 09."""
+    """Pre-LN: x + SelfAttention(LN(x)), then x + FF(LN(x)). forward(x (B, S, H), mask (B, S)) -> (B, S, H)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -189,7 +188,7 @@ class _DecoderLayer(nn.Module):
     """Pre-LN: causal self-attention over the cache and the new positions, cross-attention, feed-forward.
 
     forward(x (B, T, H), cache (k, v) of (B, h, T0, Dh) each, cross (k, v) of (B, h, S, Dh), src_mask (B, S)) ->
-    (x (B, T, H), new cache (B, h, T0 + T, Dh) each, cross weights (B, h, T, S)). Introduced in notebook 09.
+    (x (B, T, H), new cache (B, h, T0 + T, Dh) each, cross weights (B, h, T, S)).
     """
 
     def __init__(self, config: TransformerConfig):
@@ -214,8 +213,7 @@ class _DecoderLayer(nn.Module):
 
 # ------------------------------------------------------------------------------------------- memory and state
 class _TransformerMemory(NamedTuple):
-    """What the decoder reads of one source batch, prepared once (the seq2seq Memory's role).
-    Introduced in notebook 09."""
+    """What the decoder reads of one source batch, prepared once (the seq2seq Memory's role)."""
 
     keys: Tensor  # (B, S, H) the encoder's output
     mask: Tensor  # (B, S) bool, True on real source tokens
@@ -229,7 +227,7 @@ class _TransformerMemory(NamedTuple):
 
 class _TransformerState(NamedTuple):
     """The decoder's state between steps is its cache: per layer, the self-attention keys and values of every
-    target position so far, (B, h, T0, Dh) each (T0 = 0 before the first step). Introduced in notebook 09."""
+    target position so far, (B, h, T0, Dh) each (T0 = 0 before the first step)."""
 
     cache: tuple[tuple[Tensor, Tensor], ...]
 
@@ -267,7 +265,6 @@ class _TransformerDecoder(nn.Module):
     run(tgt_in (B, T), state, memory) -> (log_probs (B, T, V), state, cross weights (layers, B, h, T, S)).
     forward(tgt_in (B, T), state, memory, teacher_forcing_ratio=1.0) -> DecoderOutput(log_probs (B, T, V), weights
         (B, T, S), state): the GRU decoders' call; all T positions at once, so only teacher forcing 1.0 exists.
-    Introduced in notebook 09.
     """
 
     def __init__(self, config: TransformerConfig):
