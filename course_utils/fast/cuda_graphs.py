@@ -1,11 +1,6 @@
-"""CUDA graphs for training on a GPU: the decoder's side of a training step recorded once per batch shape, then
-replayed with one launch.
-
-Bahdanau's decoder issues some 40 small kernels per target step, one Python call at a time, forward and backward;
-a CUDA graph records them once and replays them all at once. Recording needs fixed shapes and no value read back to
-Python: the decoder's loop has none (tests/test_fast_paths.py), and the source-length buckets of `data.make_loader`
-give about a dozen batch shapes per epoch, all recorded before the first step. The encoder stays as it is: its
-packed GRU depends on each batch's lengths, not only on its shape.
+"""CUDA graphs for training on a GPU: the decoder's side of a training step recorded once per batch shape (fixed
+shapes, no value read back to Python: tests/test_fast_paths.py), then replayed with one launch instead of dozens of
+small kernels per target step, one Python call each. The encoder runs as it is (its packed GRU depends on lengths).
 
     graphs = DecoderGraphs(model, teacher_forcing_ratio, label_smoothing, batches)  # a graph per batch shape
     loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs DecoderLoss itself for a new shape)

@@ -1,14 +1,9 @@
-"""Teacher-forced fast paths of the Bahdanau and Luong decoders: the same numbers as their step loops, less work.
+"""Teacher-forced fast paths of the Bahdanau and Luong decoders: the numbers of their step loops, with less work.
 
-With teacher forcing 1.0 every input word is known up front, so what does not depend on the previous step leaves the
-loop. Bahdanau: the embedding half of the GRU's input product, W_ie E y, runs once before the loop; attention's W s
-and the GRU's W_h s, both of s_{i-1}, are one product; the GRU's equations are written out on its own weights; the
-padding is an additive bias checked once. Luong without input feeding: its GRU never waits for attention, so one
-GRU call runs all T steps and the scorer attends for all of them at once. Both leave the output layer to the caller
-(`Steps.features`), so that training can run it on the real steps only (`packed_loss`).
-
-    steps = teacher_forced_steps(decoder, tgt_in, state, memory, ratio)   # Steps, or None: no fast path
-    fast_forward(decoder, tgt_in, state, memory, ratio)                   # a DecoderOutput, as decoder(...) gives
+With teacher forcing 1.0 every input word is known up front. Bahdanau: the embedding half of the GRU's input
+product runs once before the loop; attention's W s and the GRU's W_h s (both of s_{i-1}) are one product; the GRU
+is written out on its weights; the padding is an additive bias checked once. Luong without input feeding: one GRU
+call for all T steps, one attention call. The output layer is left to the caller (`Steps.features`).
 """
 from __future__ import annotations
 
