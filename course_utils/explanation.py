@@ -45,8 +45,8 @@ class _ForcedBatch(NamedTuple):
 @torch.no_grad()
 def forced_batch(model: Translator, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
                  batch_size: int = 128) -> _ForcedBatch:
-    """Force-decode many (source ids, output ids) pairs (each ending with EOS) in padded batches.
-    Returns per-sentence token log-probs (T_i,) and attention (T_i, S_i). Introduced in notebook 10."""
+    """Force-decode (source ids, output ids) pairs, each ending with EOS, in padded batches -> per sentence the token
+    log-probs (T_i,) and attention (T_i, S_i). Introduced in notebook 10."""
     if len(sources) != len(outputs):
         raise ValueError(f"got {len(sources)} sources and {len(outputs)} outputs: pass one output per source")
     logps, weights = [], []
@@ -62,7 +62,7 @@ def forced_batch(model: Translator, sources: Sequence[Sequence[int]], outputs: S
     return _ForcedBatch(logps, weights)
 
 
-def attributions(model: Translator, src_ids: Sequence[int], out_ids: Sequence[int], steps: int = 0) -> Tensor:
+def attributions(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int], steps: int = 0) -> Tensor:
     """How much each source position matters to each output token, from gradients w.r.t. the source embeddings.
 
     src_ids (S,), out_ids (T,), both ending with EOS -> (T, S), non-negative.
@@ -284,7 +284,7 @@ def _ids(src_vocab, tgt_vocab, pairs) -> tuple[list[list[int]], list[list[int]]]
     return [src_vocab.encode(p.source) for p in pairs], [tgt_vocab.encode(p.target) for p in pairs]
 
 
-def rank_agreements(model: Translator, src_vocab, tgt_vocab, pairs: Sequence) -> dict[str, float]:
+def rank_agreements(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> dict[str, float]:
     """Mean Kendall tau, over the output rows of `pairs` (force-decoded on the reference), between attention,
     gradient saliency and leave-one-out importance of the source words (<eos> left out). Introduced in notebook 10."""
     sources, outputs = _ids(src_vocab, tgt_vocab, pairs)

@@ -40,7 +40,7 @@ ATTENTION_KINDS = ("none", *ATTENTION_SCORES, "location")  # every decoder a Mod
 class ModelConfig:
     """Everything needed to rebuild a Seq2Seq (checkpoints store it as a plain dict). Introduced in notebook 03.
 
-    The vocabulary sizes may be left as None in a recipe's template (course_utils.recipes), which fills them from
+    The vocabulary sizes may be left as None in a recipe's template, which fills them from
     the data's vocabularies; a Seq2Seq needs them set.
     """
 
