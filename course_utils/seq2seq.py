@@ -94,7 +94,7 @@ class Seq2SeqOutput(NamedTuple):
 
 @runtime_checkable
 class StepDecoder(Protocol):
-    """The decoder's side of a Translator: what search's loops call. Introduced in notebook 03."""
+    """The decoder's side of a Translator: what search's loops call."""
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Any:
         """keys (B, S, K), mask (B, S) -> the memory every step reads."""
@@ -111,7 +111,7 @@ class StepDecoder(Protocol):
 
 @runtime_checkable
 class Translator(Protocol):
-    """A translator: Seq2Seq and transformer.TransformerSeq2Seq. Introduced in notebook 03.
+    """A translator: Seq2Seq and transformer.TransformerSeq2Seq.
 
     encode(src (B, S), src_lengths (B,)) -> (memory, state), which decoder.step reads; calling it with
     (src, src_lengths, tgt (B, T), teacher_forcing_ratio) gives Seq2SeqOutput(log_probs (B, T, V), attention).

@@ -8,11 +8,10 @@ Read it top to bottom, as in notebook 09:
     _EncoderLayer, _DecoderLayer   pre-LN blocks: x + attention(LN(x)), then x + feed-forward(LN(x))
     TransformerSeq2Seq     encode / decoder.step / forward: a seq2seq.Translator, as Seq2Seq is
 
-Conventions of course_utils.attention: masks are True on real tokens (where attending is allowed); scorers return
-(context, weights). Letters: B batch, S source length, T target length, H model width (d_model), V vocabulary, plus
-h heads of Dh = H / h each. The decoder's state is its cache: the keys and values of every earlier target position,
-per layer, so one `step` costs one position, not the whole prefix. Cross-attention weights of a step are (B, S): the
-last layer's, averaged over heads; `cross_attention_heads` gives them per layer and head (`plot_heads` draws them).
+Masks are True where attending is allowed; scorers return (context, weights). H is the model width (d_model), h
+heads of Dh = H / h each. The decoder's state is its cache (every earlier target position's keys and values, per
+layer), so one `step` costs one position. A step's cross-attention weights (B, S) are the last layer's, averaged
+over heads; `cross_attention_heads` gives them per layer and head (`plot_heads` draws them).
 
 `build_model(config)` and `config_from_dict(fields)` are the one dispatch between the two architectures: checkpoints
 store the config as a dict, and a dict without an "architecture" field is a GRU ModelConfig (older checkpoints).
@@ -97,10 +96,8 @@ def build_model(config: ModelConfig | TransformerConfig) -> Seq2Seq | Transforme
 
 # ------------------------------------------------------------------------------------------------ attention
 def scaled_dot_attention(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
-    """softmax(q k^T / sqrt(Dh)) v over the last two axes.
-
-    query (..., T, Dh), keys (..., S, Dh), values (..., S, Dv); mask broadcastable to (..., T, S), True where a
-    query may look (every row needs one True). Returns AttentionOutput(context (..., T, Dv), weights (..., T, S)).
+    """softmax(q k^T / sqrt(Dh)) v: query (..., T, Dh), keys (..., S, Dh), values (..., S, Dv), mask broadcastable
+    to (..., T, S), True where a query may look -> AttentionOutput(context (..., T, Dv), weights (..., T, S)).
     Introduced in notebook 09.
     """
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., T, S)
@@ -259,7 +256,7 @@ class _Embed(nn.Module):
 
 
 class _TransformerDecoder(nn.Module):
-    """Embedding + positions, `layers` DecoderLayers, a final LayerNorm, an output layer tied to the embedding.
+    """Embedding + positions, `layers` _DecoderLayers, a final LayerNorm, an output layer tied to the embedding.
 
     step(prev_tokens (B,), state, memory) -> StepOutput(log_probs (B, V), state (cache one longer), weights (B, S)).
     run(tgt_in (B, T), state, memory) -> (log_probs (B, T, V), state, cross weights (layers, B, h, T, S)).
@@ -318,7 +315,7 @@ class _TransformerDecoder(nn.Module):
 
 
 class TransformerSeq2Seq(nn.Module):
-    """Encoder + decoder with Seq2Seq's interface (search, translate, train, evaluate, checkpoints use it as is).
+    """Encoder + decoder, a seq2seq.Translator as Seq2Seq is (search, translate, train, evaluate, checkpoints).
 
     encode(src (B, S), src_lengths (B,)) -> (_TransformerMemory, _TransformerState (an empty cache)).
     forward(src, src_lengths, tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput(log_probs (B, T, V),
