@@ -19,7 +19,8 @@ from torch.testing import assert_close
 
 from course_utils.attention import masked_softmax
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
-from course_utils.fast import FastDecoder, packed_log_probs, padding_bias, teacher_forced_steps, training_loss
+from course_utils.fast import FastDecoder, packed_log_probs, teacher_forced_steps, training_loss
+from course_utils.fast.recurrences import _padding_bias
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq
 from course_utils.train import TrainConfig
@@ -230,9 +231,9 @@ def test_training_loss_through_the_fast_paths_equals_the_plain_forwards(tiny_cou
 def test_padding_bias_gives_exactly_masked_softmax_and_checks_the_mask():
     scores = torch.randn(3, 5)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
-    assert torch.equal(torch.softmax(scores + padding_bias(mask), dim=-1), masked_softmax(scores, mask))
+    assert torch.equal(torch.softmax(scores + _padding_bias(mask), dim=-1), masked_softmax(scores, mask))
     with pytest.raises(ValueError, match="at least one True"):
-        padding_bias(torch.tensor([[True, False], [False, False]]))
+        _padding_bias(torch.tensor([[True, False], [False, False]]))
 
 
 def test_bahdanau_fast_path_in_train_mode_uses_dropout_like_the_loop():

@@ -11,26 +11,32 @@ cuda_graphs    the decoder's side of a training step recorded and replayed as CU
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from torch import Tensor
 
 from course_utils.data import Batch
-from course_utils.fast.cuda_graphs import DecoderGraphs, DecoderLoss, quiet_stream_warning
+from course_utils.fast.cuda_graphs import DecoderGraphs, quiet_stream_warning
 from course_utils.fast.packed_loss import packed_log_probs
-from course_utils.fast.recurrences import FastDecoder, fast_forward, padding_bias, teacher_forced_steps
+from course_utils.fast.recurrences import FastDecoder, teacher_forced_steps
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import teacher_forced_input
 
 if TYPE_CHECKING:
     from course_utils.seq2seq import Translator
-    from course_utils.train import TrainConfig
 
-__all__ = ["training_loss", "training_graphs", "DecoderGraphs", "DecoderLoss", "quiet_stream_warning",
-           "FastDecoder", "fast_forward", "teacher_forced_steps", "padding_bias", "packed_log_probs"]
+__all__ = ["training_loss", "training_graphs", "DecoderGraphs", "quiet_stream_warning", "FastDecoder"]
 
 
-def training_loss(model: Translator, batch: Batch, config: TrainConfig, graphs: DecoderGraphs | None = None,
+class _Config(Protocol):
+    """What the fast paths read of a train.TrainConfig."""
+
+    teacher_forcing_ratio: float
+    label_smoothing: float
+    cuda_graphs: bool
+
+
+def training_loss(model: Translator, batch: Batch, config: _Config, graphs: DecoderGraphs | None = None,
                   fast_paths: bool = True) -> tuple[Tensor, Tensor]:
     """The training loss of one batch (label-smoothed per config) and the plain NLL per target token (no gradient).
 
@@ -52,7 +58,7 @@ def training_loss(model: Translator, batch: Batch, config: TrainConfig, graphs: 
     return loss, masked_nll_loss(log_probs.detach(), tgt) if config.label_smoothing > 0 else loss.detach()
 
 
-def training_graphs(model: Translator, config: TrainConfig, loader: Iterable[Batch]) -> DecoderGraphs | None:
+def training_graphs(model: Translator, config: _Config, loader: Iterable[Batch]) -> DecoderGraphs | None:
     """The CUDA graphs `training_loss` replays (recorded from one pass over `loader`), or None: on the CPU, or with
     config.cuda_graphs off."""
     if not config.cuda_graphs or model.device.type != "cuda":

@@ -3,7 +3,7 @@ shapes, no value read back to Python: tests/test_fast_paths.py), then replayed w
 small kernels per target step, one Python call each. The encoder runs as it is (its packed GRU depends on lengths).
 
     graphs = DecoderGraphs(model, teacher_forcing_ratio, label_smoothing, batches)  # a graph per batch shape
-    loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs DecoderLoss itself for a new shape)
+    loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs _DecoderLoss itself for a new shape)
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from course_utils.seq2seq import teacher_forced_input
 if TYPE_CHECKING:
     from course_utils.seq2seq import Seq2Seq
 
-__all__ = ["quiet_stream_warning", "DecoderLoss", "DecoderGraphs"]
+__all__ = ["quiet_stream_warning", "DecoderGraphs"]
 
 
 @contextlib.contextmanager
@@ -34,7 +34,7 @@ def quiet_stream_warning():
         yield
 
 
-class DecoderLoss(nn.Module):
+class _DecoderLoss(nn.Module):
     """The decoder's side of a training step, as one module over the decoder's parameters only.
 
     forward(keys (B, S, K), mask (B, S) bool, encoder_final (B, H), tgt (B, T)) -> (loss, nll), two scalars: the
@@ -57,10 +57,10 @@ class DecoderLoss(nn.Module):
 
 
 class DecoderGraphs:
-    """DecoderLoss recorded as CUDA graphs, one per (src shape, tgt shape) of `batches`, all in one call.
+    """_DecoderLoss recorded as CUDA graphs, one per (src shape, tgt shape) of `batches`, all in one call.
 
-    Call it like DecoderLoss; the gradients flow to the decoder's parameters and to keys and encoder_final (hence
-    into the encoder) as they would without graphs. A shape that `batches` did not have runs DecoderLoss itself.
+    Call it like _DecoderLoss; the gradients flow to the decoder's parameters and to keys and encoder_final (hence
+    into the encoder) as they would without graphs. A shape that `batches` did not have runs _DecoderLoss itself.
     The model must stay where it is (the graphs read its parameters' memory) and be in training mode at recording;
     dropout draws new masks at every replay.
     """
@@ -71,7 +71,7 @@ class DecoderGraphs:
             raise ValueError(f"CUDA graphs need the model on a GPU, but it is on {model.device}: train on the CPU "
                              "without them (TrainConfig.cuda_graphs is ignored there)")
         model.train()  # dropout is recorded as it is now
-        self.eager = DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing)
+        self.eager = _DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing)
         samples = {}
         with torch.no_grad():
             for batch in batches:
@@ -81,7 +81,7 @@ class DecoderGraphs:
                     encoded = model.encoder(batch.src, batch.src_lengths)
                     samples[shape] = (encoded.outputs.clone().requires_grad_(), batch.src_mask.clone(),
                                       encoded.final.clone().requires_grad_(), batch.tgt.clone())
-        modules = tuple(DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing) for _ in samples)
+        modules = tuple(_DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing) for _ in samples)
         with quiet_stream_warning():
             graphed = torch.cuda.make_graphed_callables(  # unused inputs: the keys, for a decoder without attention
                 modules, tuple(samples.values()), allow_unused_input=True) if modules else ()

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from course_utils.attention import masked_softmax
 from course_utils.decoder import BahdanauDecoder, Decoder, DecoderOutput, DecoderState, LuongDecoder, Memory
 
-__all__ = ["Steps", "padding_bias", "teacher_forced_steps", "fast_forward", "FastDecoder"]
+__all__ = ["Steps", "teacher_forced_steps", "FastDecoder"]
 
 
 class Steps(NamedTuple):
@@ -27,7 +27,7 @@ class Steps(NamedTuple):
     state: DecoderState  # after the last step
 
 
-def padding_bias(mask: Tensor) -> Tensor:
+def _padding_bias(mask: Tensor) -> Tensor:
     """mask (B, S) bool -> (B, S) float, 0 on real tokens and -inf on padding: added to scores before a softmax it
     gives exactly masked_softmax's weights, with the mask checked once instead of at every step."""
     bias = torch.zeros(mask.shape, device=mask.device).masked_fill(~mask, float("-inf"))  # (B, S)
@@ -44,7 +44,7 @@ def _bahdanau_steps(decoder: BahdanauDecoder, tgt_in: Tensor, state: DecoderStat
     w_state = torch.cat([gru.weight_hh_l0, attention.query_layer.weight])  # (3H + A, H): both read s_{i-1}
     parts = [2 * size, size, w_state.shape[0] - 3 * size]  # reset and update gates, new gate, query (A)
     b_state = F.pad(gru.bias_hh_l0, (0, parts[2]))  # (3H + A,) no bias on the query
-    padding, steps = padding_bias(memory.mask), []  # (B, S) 0 or -inf
+    padding, steps = _padding_bias(memory.mask), []  # (B, S) 0 or -inf
     for words in from_words:  # (B, 3H) W_ie E y_{i-1} + b_i; split, not slices (a slice's backward zero-fills)
         h_rz, h_n, query = F.linear(hidden, w_state, b_state).split(parts, dim=1)  # (B, 2H), (B, H), (B, A)
         energies = torch.tanh(query.unsqueeze(1) + memory.projected_keys)  # (B, S, A)
@@ -81,7 +81,7 @@ def teacher_forced_steps(decoder: nn.Module, tgt_in: Tensor, state, memory,
     return None
 
 
-def fast_forward(decoder: nn.Module, tgt_in: Tensor, state, memory,
+def _fast_forward(decoder: nn.Module, tgt_in: Tensor, state, memory,
                  teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
     """decoder(tgt_in, state, memory, teacher_forcing_ratio) through its fast path when it has one: the same
     DecoderOutput (log_probs (B, T, V), weights (B, T, S), state) up to float rounding."""
@@ -92,7 +92,7 @@ def fast_forward(decoder: nn.Module, tgt_in: Tensor, state, memory,
 
 
 class FastDecoder(nn.Module):
-    """A decoder's fast path as a module: FastDecoder(decoder)(tgt_in, state, memory) is `fast_forward`. Its
+    """A decoder's fast path as a module: FastDecoder(decoder)(tgt_in, state, memory) is `_fast_forward`. Its
     submodules are the decoder's, under the same names, so that a shape trace reads alike. Introduced in notebook 04.
     """
 
@@ -103,4 +103,4 @@ class FastDecoder(nn.Module):
         self.decoders = (decoder,)  # a tuple: not registered a second time as a submodule
 
     def forward(self, tgt_in: Tensor, state, memory, teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        return fast_forward(self.decoders[0], tgt_in, state, memory, teacher_forcing_ratio)
+        return _fast_forward(self.decoders[0], tgt_in, state, memory, teacher_forcing_ratio)
