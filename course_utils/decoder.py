@@ -98,19 +98,14 @@ class Decoder(nn.Module):
         attention)."""
         raise NotImplementedError
 
-    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
-                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """Run T steps. tgt_in (B, T) long starts with SOS (Seq2Seq prepends it) -> DecoderOutput.
+    def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
+                     teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+        """Run T steps, `step` once per position: tgt_in (B, T) long, starting with SOS -> DecoderOutput.
 
         Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip chooses, for the whole
         batch, the gold token tgt_in[:, t] with probability `teacher_forcing_ratio`, else the decoder's own argmax
         from the previous step; the T - 1 coins are drawn up front (one torch.rand on tgt_in's device; none at 1, 0).
         No value is read back to Python in the loop (on a GPU each read waits for the queued kernels)."""
-        return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
-
-    def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
-                     teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """The step loop of `forward`, `step` once per target position (see `forward`)."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         steps = tgt_in.shape[1]
         if 0.0 < teacher_forcing_ratio < 1.0:
@@ -131,6 +126,8 @@ class Decoder(nn.Module):
             weights.append(out.weights)
         stacked_weights = None if weights[0] is None else torch.stack(weights, dim=1)  # (B, T, S)
         return DecoderOutput(torch.stack(log_probs, dim=1), stacked_weights, state)  # (B, T, V)
+
+    forward = decode_steps  # calling a decoder runs its step loop
 
     @staticmethod
     def _check_target(tgt_in: Tensor, teacher_forcing_ratio: float) -> None:
