@@ -49,19 +49,10 @@ def _check_source(src: Tensor, src_lengths: Tensor) -> None:
 class EncoderRNN(nn.Module):
     """Embedding -> dropout -> GRU over a packed batch, with an optional bridge to the decoder's hidden size.
 
-    Args:
-        vocab_size: source vocabulary size V_src.
-        embedding_size: E.
-        hidden_size: H, per direction.
-        bidirectional: read the sentence both ways; keys become 2H wide.
-        dropout: dropout probability on the embeddings.
-        decoder_hidden_size: H_dec, defaults to `hidden_size`. A bridge `tanh(Linear(D*H, H_dec))` maps the final
-            state(s) to the decoder's state when the encoder is bidirectional or the sizes differ; otherwise the
-            final state is passed through unchanged and `bridge` is None.
-
+    vocab_size V_src, embedding_size E, hidden_size H per direction; bidirectional: keys become 2H wide; dropout on
+    the embeddings; decoder_hidden_size H_dec (default H): a bridge tanh(Linear(D*H, H_dec)) maps the final state(s)
+    when bidirectional or the sizes differ, else `bridge` is None and the final state passes unchanged.
     forward(src (B, S), src_lengths (B,), packed=True) -> EncoderOutput(outputs (B, S, K), final (B, H_dec)).
-    Attributes: embedding (padding_idx=PAD_ID), dropout, gru (batch_first=True), bridge (or None), key_size (K),
-    hidden_size (H), bidirectional, decoder_hidden_size (H_dec).
     Introduced in notebook 02.
     """
 
