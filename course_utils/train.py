@@ -22,7 +22,8 @@ from tqdm.auto import tqdm
 
 from course_utils.data import Batch, CourseData, Pair, make_loader
 from course_utils.evaluate import evaluate
-from course_utils.fast import DecoderGraphs, quiet_stream_warning, training_graphs, training_loss
+from course_utils.fast import training_graphs, training_loss
+from course_utils.fast.cuda_graphs import DecoderGraphs, quiet_stream_warning
 from course_utils.runtime import resolve_device
 
 if TYPE_CHECKING:

@@ -9,8 +9,7 @@ from helpers import fixed_batch, tiny_config
 
 from course_utils import fast, train
 from course_utils.data import make_loader
-from course_utils.fast import DecoderGraphs
-from course_utils.fast.cuda_graphs import _DecoderLoss
+from course_utils.fast.cuda_graphs import DecoderGraphs, _DecoderLoss
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq
 

@@ -15,7 +15,7 @@ from course_utils.decoder import (
     Memory,
     StepOutput,
 )
-from course_utils.fast import FastDecoder
+from course_utils.fast.recurrences import FastDecoder
 from course_utils.vocab import PAD_ID, SOS_ID
 
 B, S, T, V, E, H, MAXLEN = 3, 5, 4, 11, 6, 8, 7

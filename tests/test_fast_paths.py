@@ -19,8 +19,9 @@ from torch.testing import assert_close
 
 from course_utils.attention import masked_softmax
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
-from course_utils.fast import FastDecoder, packed_log_probs, teacher_forced_steps, training_loss
-from course_utils.fast.recurrences import _padding_bias
+from course_utils.fast import training_loss
+from course_utils.fast.packed_loss import packed_log_probs
+from course_utils.fast.recurrences import FastDecoder, _padding_bias, teacher_forced_steps
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq
 from course_utils.train import TrainConfig

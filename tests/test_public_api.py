@@ -9,15 +9,17 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "course_utils"
 LIBRARY = ["corpus", "vocab", "data", "runtime", "encoder", "shapes", "timing", "attention", "decoder", "seq2seq",
-           "diagrams", "diagram_layouts", "loss", "train", "cuda_graphs", "evaluate", "checkpoints", "recipes",
+           "diagrams", "diagram_layouts", "loss", "train", "evaluate", "checkpoints", "recipes",
            "search", "translate", "metrics", "viz", "viz_padding", "explorer", "classifier", "classic", "claims",
-           "overview", "transformer", "linear_attention", "alignment", "explanation"]
+           "overview", "transformer", "linear_attention", "alignment", "explanation",
+           "fast", "fast.recurrences", "fast.packed_loss", "fast.cuda_graphs"]
 
 
 def defined_public_names(module: str) -> set[str]:
     """Names a module defines at its top level (def, class, assignment, tuple assignment) that do not start with _."""
     names = set()
-    for node in ast.parse((PACKAGE / f"{module}.py").read_text()).body:
+    path = PACKAGE / module.replace(".", "/")
+    for node in ast.parse((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text()).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
@@ -37,7 +39,8 @@ def test_all_lists_exactly_the_public_names_a_module_defines(module):
 
 def test_the_package_top_level_is_the_library_and_the_tooling_lives_in_subpackages():
     modules = {path.stem for path in PACKAGE.glob("*.py")}
-    assert modules == set(LIBRARY) | {"__init__", "__main__", "bootstrap"}, "a module outside the library's list"
+    top_level = {module for module in LIBRARY if "." not in module and not (PACKAGE / module).is_dir()}
+    assert modules == top_level | {"__init__", "__main__", "bootstrap"}, "a module outside the library's list"
     assert len((PACKAGE / "__main__.py").read_text().splitlines()) < 12, "__main__ only calls course_utils.cli.main"
-    assert {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()} == {"cli", "site", "exercises"}
+    assert {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()} == {"cli", "site", "exercises", "fast"}
 

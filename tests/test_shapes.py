@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from course_utils.fast import FastDecoder
+from course_utils.fast.recurrences import FastDecoder
 from course_utils.seq2seq import ModelConfig, Seq2Seq, teacher_forced_input
 from course_utils.shapes import ShapeTrace, _describe_shapes, _ShapeRow, trace_shapes
 from course_utils.vocab import EOS_ID, PAD_ID

@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Protocol
 from torch import Tensor
 
 from course_utils.data import Batch
-from course_utils.fast.cuda_graphs import DecoderGraphs, quiet_stream_warning
+from course_utils.fast.cuda_graphs import DecoderGraphs
 from course_utils.fast.packed_loss import packed_log_probs
-from course_utils.fast.recurrences import FastDecoder, teacher_forced_steps
+from course_utils.fast.recurrences import teacher_forced_steps
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import teacher_forced_input
 
 if TYPE_CHECKING:
     from course_utils.seq2seq import Translator
 
-__all__ = ["training_loss", "training_graphs", "DecoderGraphs", "quiet_stream_warning", "FastDecoder"]
+__all__ = ["training_loss", "training_graphs"]
 
 
 class _Config(Protocol):
