@@ -3,7 +3,7 @@
     python benchmarks/throughput.py            # ~2 minutes
     python benchmarks/throughput.py --quick    # ~30 seconds
     python benchmarks/throughput.py --device cuda --recipes lecture-bahdanau
-    python benchmarks/throughput.py --quick --compare-plain        # + each decoder's plain step loop, side by side
+    python benchmarks/throughput.py --quick --compare-plain        # + each decoder's plain forward, side by side
     python benchmarks/throughput.py --quick --compare-threads 1 2  # + the engine at 1 and 2 threads, side by side
     python benchmarks/throughput.py --quick --device cuda --compare-graphs  # + without CUDA graphs, side by side
 
@@ -17,7 +17,7 @@ Side by side: each engine recipe is timed in rounds, and every round first train
 steps, then the engine (classic, engine, classic, engine, ...). A recipe's speed-up divides its tokens/s by the
 classic recipe's tokens/s in the chunks interleaved with it, so a machine whose load changes during the run slows
 both alike. The engine rows time `train.train_step` itself, the step that `train_epoch` runs (on a GPU with the CUDA
-graphs that `train` records; the plain step loop without them, its loss then over the padded (B, T, V) log-probabilities
+graphs that `train` records; the plain forward without them, its loss then over the padded (B, T, V) log-probabilities
 as before the packed loss). `--compare-plain` and
 `--compare-threads` add variants of one model to each round, timed on the same batches.
 """
@@ -131,7 +131,7 @@ class Variant(NamedTuple):
 
     threads: int | None = None  # torch.set_num_threads for the measurement (None: leave it)
     plain: bool = False  # run the decoder's own forward instead of its fast path (train_step's fast_paths=False)
-    graphs: bool = True  # on a GPU, replay the CUDA graphs that `train` records (the plain step loop never does)
+    graphs: bool = True  # on a GPU, replay the CUDA graphs that `train` records (the plain forward never does)
 
     def label(self) -> str:
         return (f", {self.threads} thread{'s' if self.threads > 1 else ''}" if self.threads else "") + (
@@ -202,7 +202,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (the classic recipe always runs on CPU)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--compare-plain", action="store_true",
-                        help="also time each recipe with its decoder's plain step loop (no fast path), side by side")
+                        help="also time each recipe with its decoder's plain forward (no fast path), side by side")
     parser.add_argument("--compare-threads", type=int, nargs="+", default=None, metavar="N",
                         help="time each engine recipe at these thread counts, side by side (e.g. 1 2)")
     parser.add_argument("--compare-graphs", action="store_true",
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
     print(f"\n(side by side: per recipe {args.rounds} rounds of [classic {steps // args.rounds} steps with "
           f"{classic_threads} thread(s), then the engine for {seconds / args.rounds:.1f} s per variant]; the classic "
           "row is all its chunks together; batch collation included; FLOPs counted with FlopCounterMode on unpadded "
-          "single pairs (the plain step loop's FLOPs are the fast path's)")
+          "single pairs (the plain forward's FLOPs are the fast path's)")
     return 0
 
 
