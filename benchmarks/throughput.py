@@ -3,7 +3,7 @@
     python benchmarks/throughput.py            # ~2 minutes
     python benchmarks/throughput.py --quick    # ~30 seconds
     python benchmarks/throughput.py --device cuda --recipes lecture-bahdanau
-    python benchmarks/throughput.py --quick --compare-plain        # + each decoder's plain step loop, side by side
+    python benchmarks/throughput.py --quick --compare-plain        # + each decoder's plain forward, side by side
     python benchmarks/throughput.py --quick --compare-threads 1 2  # + the engine at 1 and 2 threads, side by side
     python benchmarks/throughput.py --quick --device cuda --compare-graphs  # + without CUDA graphs, side by side
 
@@ -17,7 +17,7 @@ Side by side: each engine recipe is timed in rounds, and every round first train
 steps, then the engine (classic, engine, classic, engine, ...). A recipe's speed-up divides its tokens/s by the
 classic recipe's tokens/s in the chunks interleaved with it, so a machine whose load changes during the run slows
 both alike. The engine rows time `train.train_step` itself, the step that `train_epoch` runs (on a GPU with the CUDA
-graphs that `train` records; the plain step loop without them, its loss then over the padded (B, T, V) log-probabilities
+graphs that `train` records; the plain forward without them, its loss then over the padded (B, T, V) log-probabilities
 as before the packed loss). `--compare-plain` and
 `--compare-threads` add variants of one model to each round, timed on the same batches.
 """
@@ -40,12 +40,13 @@ from common import count_flops, id_pairs, load_data, machine, matmul_peak, sync,
 
 from course_utils import classic  # noqa: E402
 from course_utils.data import make_loader  # noqa: E402
+from course_utils.fast import training_graphs  # noqa: E402
 from course_utils.loss import masked_nll_loss  # noqa: E402
 from course_utils.recipes import get_recipe  # noqa: E402
 from course_utils.runtime import resolve_device  # noqa: E402
 from course_utils.seq2seq import Seq2Seq, count_parameters  # noqa: E402
 from course_utils.timing import thread_count  # noqa: E402
-from course_utils.train import make_optimizer, train_step, training_graphs  # noqa: E402
+from course_utils.train import make_optimizer, train_step  # noqa: E402
 
 
 class ClassicChunks:
@@ -129,30 +130,19 @@ class Variant(NamedTuple):
     """How one engine measurement differs from the recipe as it is."""
 
     threads: int | None = None  # torch.set_num_threads for the measurement (None: leave it)
-    plain: bool = False  # run the decoder's plain step loop (`decode_steps`) instead of its fast path
-    graphs: bool = True  # on a GPU, replay the CUDA graphs that `train` records (the plain step loop never does)
+    plain: bool = False  # run the decoder's own forward instead of its fast path (train_step's fast_paths=False)
+    graphs: bool = True  # on a GPU, replay the CUDA graphs that `train` records (the plain forward never does)
 
     def label(self) -> str:
         return (f", {self.threads} thread{'s' if self.threads > 1 else ''}" if self.threads else "") + (
-            ", plain step loop" if self.plain else "") + ("" if self.graphs else ", no CUDA graphs")
+            ", plain forward" if self.plain else "") + ("" if self.graphs else ", no CUDA graphs")
 
 
 @contextlib.contextmanager
-def applied(variant: Variant, model: Seq2Seq):
-    """Inside the block, `model` and torch run as `variant` says; everything is restored after."""
-    if variant.plain:
-        decode_steps = model.decoder.decode_steps  # the plain loop reads no lengths and packs nothing
-
-        def plain_forward(tgt_in, state, memory, teacher_forcing_ratio=1.0, lengths=None, packed=False):
-            return decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
-
-        model.decoder.forward = plain_forward  # an instance attribute: nn.Module.__call__ calls it
-    try:
-        with thread_count(variant.threads):
-            yield
-    finally:
-        if variant.plain:
-            del model.decoder.forward
+def applied(variant: Variant):
+    """Inside the block torch runs with the variant's thread count; restored after."""
+    with thread_count(variant.threads):
+        yield
 
 
 def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None,
@@ -176,7 +166,7 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
 
     def one_step(batch, variant: Variant) -> int:  # the very step that train_epoch runs (smoothing, clipping too)
         step_graphs = graphs if variant.graphs and not variant.plain else None
-        return train_step(model, batch.to(device), optimizer, config, step_graphs).tokens
+        return train_step(model, batch.to(device), optimizer, config, step_graphs, not variant.plain).tokens
 
     stream = batches()
     tokens, elapsed = dict.fromkeys(variants, 0), dict.fromkeys(variants, 0.0)
@@ -184,7 +174,7 @@ def engine_throughput(recipe, data, seconds: float, device, batch_size: int | No
         before_round()
         timed = []  # the first variant trains for seconds / rounds; the others then train on the very same batches
         for variant in variants:
-            with applied(variant, model):
+            with applied(variant):
                 for _ in range(2):  # warm-up (and a settle after switching)
                     one_step(next(stream), variant)
                 sync(device)
@@ -212,7 +202,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto (the classic recipe always runs on CPU)")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--compare-plain", action="store_true",
-                        help="also time each recipe with its decoder's plain step loop (no fast path), side by side")
+                        help="also time each recipe with its decoder's plain forward (no fast path), side by side")
     parser.add_argument("--compare-threads", type=int, nargs="+", default=None, metavar="N",
                         help="time each engine recipe at these thread counts, side by side (e.g. 1 2)")
     parser.add_argument("--compare-graphs", action="store_true",
@@ -269,7 +259,7 @@ def main(argv=None) -> int:
     print(f"\n(side by side: per recipe {args.rounds} rounds of [classic {steps // args.rounds} steps with "
           f"{classic_threads} thread(s), then the engine for {seconds / args.rounds:.1f} s per variant]; the classic "
           "row is all its chunks together; batch collation included; FLOPs counted with FlopCounterMode on unpadded "
-          "single pairs (the plain step loop's FLOPs are the fast path's)")
+          "single pairs (the plain forward's FLOPs are the fast path's)")
     return 0
 
 

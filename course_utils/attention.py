@@ -15,22 +15,19 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ATTENTION_SCORES", "masked_softmax", "padding_bias", "AttentionOutput", "Attention", "BahdanauAttention",
-           "needs_equal_sizes", "check_key_size", "DotAttention", "ScaledDotAttention", "GeneralAttention",
+__all__ = ["ATTENTION_SCORES", "masked_softmax", "AttentionOutput", "Attention", "BahdanauAttention",
+           "check_key_size", "DotAttention", "ScaledDotAttention", "GeneralAttention",
            "ScaledGeneralAttention", "ConcatAttention", "make_attention"]
 
 ATTENTION_SCORES = ("bahdanau", "dot", "general", "concat", "scaled_dot", "scaled_general")
 
 
 def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
-    """Softmax over the last axis that gives padded positions exactly zero weight.
+    """Softmax over the last axis that gives padded positions exactly zero weight: scores (B, S) or (B, T, S), mask
+    (B, S) bool (True on real tokens) -> weights shaped like scores, rows summing to 1, exactly 0 where mask is False.
 
-    scores (B, S) or (B, T, S) float; mask (B, S) bool, True on real tokens, at least one True per row.
-    Returns weights of the shape of `scores`: rows sum to 1, exactly 0 where mask is False (exp(-inf) = 0).
-
-    An all-padding mask row raises a ValueError when the mask is on the CPU. On a GPU that check is skipped: reading
-    a value back to the host would stall Python until the GPU catches up, once per decoder step; there such a row
-    gives NaN weights instead (batches built by `data.make_loader` never have one). Introduced in notebook 03.
+    An all-padding mask row raises a ValueError on the CPU; on a GPU it gives NaN weights instead (the check would
+    read a value back to the host at every decoder step). Introduced in notebook 03.
     """
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be a bool tensor (True on real tokens), got {mask.dtype}; use src != PAD_ID")
@@ -43,15 +40,6 @@ def masked_softmax(scores: Tensor, mask: Tensor) -> Tensor:
     if scores.dim() == 3:
         mask = mask.unsqueeze(1)  # (B, 1, S): the same source mask for every decoder step
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)  # (B, [T,] S)
-
-
-def padding_bias(mask: Tensor) -> Tensor:
-    """mask (B, S) bool -> (B, S) float, 0 on real tokens and -inf on padding. Added to scores before a softmax it
-    gives exactly masked_softmax's weights, with the mask checked once (here) instead of at every decoder step (the
-    Bahdanau decoder's fast path). Used by the package, not a notebook."""
-    bias = torch.zeros(mask.shape, device=mask.device).masked_fill(~mask, float("-inf"))  # (B, S)
-    masked_softmax(bias, mask)  # masked_softmax's checks, once
-    return bias
 
 
 class AttentionOutput(NamedTuple):
@@ -112,35 +100,22 @@ class BahdanauAttention(Attention):
     def project_keys(self, keys: Tensor) -> Tensor:
         return self.key_layer(keys)  # (B, S, A)
 
-    def attend(self, projected_query: Tensor, keys: Tensor, projected_keys: Tensor, padding: Tensor) -> AttentionOutput:
-        """One step of `forward` from the query already projected, W q (B, A), with the padding as an additive bias
-        (B, S) (`padding_bias`): the Bahdanau decoder's fast path. -> context (B, K), weights (B, S). Used by the
-        package, not a notebook."""
-        energies = torch.tanh(projected_query.unsqueeze(1) + projected_keys)  # (B, S, A)
-        weights = torch.softmax(self.energy_layer(energies).squeeze(-1) + padding, dim=-1)  # (B, S)
-        return AttentionOutput(torch.bmm(weights.unsqueeze(1), keys).squeeze(1), weights)  # (B, K), (B, S)
-
     def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
         projected_query = self.query_layer(query)  # (B, T, A)
         energies = torch.tanh(projected_query.unsqueeze(2) + projected_keys.unsqueeze(1))  # (B, T, S, A)
         return self.energy_layer(energies).squeeze(-1)  # (B, T, S)
 
 
-def needs_equal_sizes(score: str) -> bool:
-    """True for the scorers with no matrix between query and key ("dot", "scaled_dot"): q^T k needs Hq == K.
-
-    Used by the package, not a notebook.
-    """
+def _needs_equal_sizes(score: str) -> bool:
+    """True for the scorers with no matrix between query and key ("dot", "scaled_dot"): q^T k needs Hq == K."""
     return score in ("dot", "scaled_dot")
 
 
 def check_key_size(score: str, query_size: int, key_size: int) -> None:
-    """The rule "dot needs keys of the decoder's size", stated once: raise a one-line ValueError naming the problem
-    and the fix when scorer `score` cannot compare queries of `query_size` (Hq, the decoder's hidden size H) with
-    keys of `key_size` (K: H, or 2H from a bidirectional encoder). ModelConfig, make_attention, the dot modules and
-    `python -m course_utils compare` all ask this function. Used by the package, not a notebook.
+    """The rule "dot needs keys of the decoder's size", stated once: a one-line ValueError when scorer `score`
+    cannot compare queries of `query_size` (Hq) with keys of `key_size` (K: H, or 2H from a bidirectional encoder).
     """
-    if needs_equal_sizes(score) and query_size != key_size:
+    if _needs_equal_sizes(score) and query_size != key_size:
         raise ValueError(f"{score!r} attention needs keys of the decoder's size (query size == key size), got query "
                          f"size {query_size} and key size {key_size}: use 'general' (q^T W k), or keys of the "
                          "decoder's hidden size (bidirectional=False: a bidirectional encoder doubles them)")
@@ -155,11 +130,8 @@ class DotAttention(Attention):
 
 
 class ScaledDotAttention(Attention):
-    """Scaled dot-product attention (Vaswani et al., 2017): score(q, k) = q^T k / sqrt(K).
-
-    With one head and keys as values this is torch.nn.functional.scaled_dot_product_attention. Introduced in
-    notebook 04.
-    """
+    """Scaled dot-product attention (Vaswani et al., 2017): score(q, k) = q^T k / sqrt(K); with one head and keys as
+    values, torch.nn.functional.scaled_dot_product_attention. Introduced in notebook 04."""
 
     def score(self, query: Tensor, keys: Tensor, projected_keys: Tensor | None) -> Tensor:
         check_key_size("scaled_dot", query.shape[-1], keys.shape[-1])
@@ -167,10 +139,8 @@ class ScaledDotAttention(Attention):
 
 
 class GeneralAttention(Attention):
-    """Luong general attention: score(q, k) = q^T W k, with W of shape (Hq, K) (`linear.weight` is W^T).
-
-    Computed as (W^T q)^T k: one projection of the query per step. Introduced in notebook 04.
-    """
+    """Luong general attention: score(q, k) = q^T W k, W (Hq, K) (`linear.weight` is W^T), computed as (W^T q)^T k.
+    Introduced in notebook 04."""
 
     def __init__(self, query_size: int, key_size: int):
         super().__init__()
@@ -182,11 +152,8 @@ class GeneralAttention(Attention):
 
 
 class ScaledGeneralAttention(GeneralAttention):
-    """General attention divided by sqrt(K): score(q, k) = q^T W k / sqrt(K), as scaled dot divides dot.
-
-    Luong et al. (2015) do not scale their general score. With K = 256 and keys and queries that grow during
-    training, the unscaled scores spread over tens of units, the softmax saturates within a few optimiser steps
-    and some seeds never recover (notebook 04 shows the evidence over seeds); the scale keeps the softmax soft.
+    """General attention divided by sqrt(K): score(q, k) = q^T W k / sqrt(K), as scaled dot divides dot. Luong et al.
+    (2015) do not scale it; unscaled, the softmax saturates early on some seeds and never recovers (notebook 04).
     Introduced in notebook 04.
     """
 
@@ -195,13 +162,10 @@ class ScaledGeneralAttention(GeneralAttention):
 
 
 class ConcatAttention(Attention):
-    """Luong concat attention: score(q, k) = v^T tanh(W [q; k]), a true concatenation of query and key.
-
-    Splitting W = [W_q W_k] shows W [q; k] = W_q q + W_k k, Bahdanau's form; the code keeps the literal
-    concatenation so it reads like the paper. A widely read article instead computes tanh(W (q + k)) (one W on
-    the sum, which also forces Hq == K) and draws v from an uninitialised torch.FloatTensor; here v is an
-    nn.Linear with PyTorch's default (bounded uniform) initialisation. Sizes: query_size Hq, key_size K,
-    attention_size A. Introduced in notebook 04.
+    """Luong concat attention: score(q, k) = v^T tanh(W [q; k]), a true concatenation of query and key (W [q; k] =
+    W_q q + W_k k is Bahdanau's form; the code reads like the paper). A widely read article computes tanh(W (q + k))
+    instead, with v uninitialised; here v is an nn.Linear. Sizes: query_size Hq, key_size K, attention_size A.
+    Introduced in notebook 04.
     """
 
     def __init__(self, query_size: int, key_size: int, attention_size: int):
@@ -218,11 +182,8 @@ class ConcatAttention(Attention):
 
 
 def make_attention(kind: str, query_size: int, key_size: int, attention_size: int | None = None) -> Attention:
-    """Build a scorer by name: one of ATTENTION_SCORES ("bahdanau", "dot", "general", "concat", "scaled_dot",
-    "scaled_general").
-
-    query_size Hq (the decoder's hidden size), key_size K (the encoder's key size), attention_size A for the
-    additive scorers (defaults to query_size). Introduced in notebook 04.
+    """A scorer by name, one of ATTENTION_SCORES: query_size Hq (the decoder's H), key_size K, attention_size A for
+    the additive scorers (default Hq). Introduced in notebook 04.
     """
     attention_size = attention_size or query_size
     check_key_size(kind, query_size, key_size)

@@ -5,11 +5,12 @@ Introduced in notebooks 03 and 04. Every decoder shares one step interface, so t
     memory = decoder.prepare_memory(keys (B, S, K), mask (B, S))   # once per sentence
     state = decoder.init_state(encoder_final (B, H))
     out = decoder.step(prev_tokens (B,), state, memory)           # -> log_probs (B, V), state, weights (B, S)
+    out = decoder.step(prev_tokens, state, memory, weights)       # weights (B, S) given: they replace the scorer's
     out = decoder(tgt_in (B, T), state, memory, teacher_forcing_ratio)  # all T steps -> (B, T, V), (B, T, S)
 
 DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's location-based exhibit),
-BahdanauDecoder (attend, then step), LuongDecoder (step, then attend); the last two's `forward` take fast paths
-(tested against the plain loop, `decode_steps`).
+BahdanauDecoder (attend, then step), LuongDecoder (step, then attend). Faster teacher-forced forms of the last two,
+pinned to these loops by tests, live in `course_utils.fast`.
 """
 from typing import NamedTuple
 
@@ -17,11 +18,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_utils.attention import BahdanauAttention, make_attention, padding_bias
+from course_utils.attention import AttentionOutput, BahdanauAttention, make_attention
 from course_utils.vocab import MAX_LENGTH, PAD_ID
 
 __all__ = ["Memory", "DecoderState", "StepOutput", "DecoderOutput", "Decoder", "DecoderRNN",
            "AttnDecoderRNN", "BahdanauDecoder", "LuongDecoder"]
+
 
 class Memory(NamedTuple):
     """What the decoder attends to, prepared once per sentence. Introduced in notebook 03."""
@@ -59,7 +61,7 @@ class StepOutput(NamedTuple):
 class DecoderOutput(NamedTuple):
     """All T steps of a decoder. Introduced in notebook 03."""
 
-    log_probs: Tensor  # (B, T, V); (N, V) for the real steps only when a fast path is asked to pack them
+    log_probs: Tensor  # (B, T, V)
     weights: Tensor | None  # (B, T, S); (B, T, max_length) for AttnDecoderRNN; None without attention
     state: DecoderState  # after the last step
 
@@ -74,8 +76,8 @@ class Decoder(nn.Module):
     max_source_length: int | None = None  # the longest source (S, EOS included) it can read; None: any length
 
     def check_source_length(self, source_length: int) -> None:
-        """Raise a one-line ValueError when a source of `source_length` positions (EOS included) is longer than this
-        decoder can read (`max_source_length`), as AttnDecoderRNN does; this default (any length) checks nothing."""
+        """Raise a one-line ValueError when a source of `source_length` positions (EOS included) is longer than
+        `max_source_length`; by default any length is read."""
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
         """keys (B, S, K) encoder outputs, mask (B, S) bool -> Memory (nothing precomputed by default)."""
@@ -89,26 +91,21 @@ class Decoder(nn.Module):
                              "build the encoder with decoder_hidden_size equal to the decoder's hidden_size")
         return DecoderState(encoder_final, None)
 
-    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory,
+             weights: Tensor | None = None) -> StepOutput:
+        """One step: prev_tokens (B,) -> StepOutput(log_probs (B, V), state, weights (B, S)). Given `weights` (B, S),
+        rows summing to 1, the decoder attends with them instead of its scorer's (uniform, frozen or edited
+        attention)."""
         raise NotImplementedError
 
-    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
-                lengths: Tensor | None = None, packed: bool = False) -> DecoderOutput:
-        """Run T steps. tgt_in (B, T) long starts with SOS (Seq2Seq prepends it) -> DecoderOutput.
+    def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
+                     teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+        """Run T steps, `step` once per position: tgt_in (B, T) long, starting with SOS -> DecoderOutput.
 
         Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip chooses, for the whole
         batch, the gold token tgt_in[:, t] with probability `teacher_forcing_ratio`, else the decoder's own argmax
         from the previous step; the T - 1 coins are drawn up front (one torch.rand on tgt_in's device; none at 1, 0).
-        lengths: (B,) long on the CPU, optional: how many of the T steps of each row are real (the target's
-        length); the rest is padding, which training's loss ignores. The Bahdanau and Luong fast paths then run the
-        output layer on the real steps only: log_probs is 0 at the padded ones, or with `packed` (N, V), the N real
-        steps row by row (training's loss then never touches the padding). The step loop ignores both."""
-        return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
-
-    def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
-                     teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """The plain step loop behind `forward` (see there); the fast paths are tested against it. No value is read
-        back to Python in the loop (on a GPU each read waits for the queued kernels): torch.where picks the word."""
+        No value is read back to Python in the loop (on a GPU each read waits for the queued kernels)."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         steps = tgt_in.shape[1]
         if 0.0 < teacher_forcing_ratio < 1.0:
@@ -130,6 +127,8 @@ class Decoder(nn.Module):
         stacked_weights = None if weights[0] is None else torch.stack(weights, dim=1)  # (B, T, S)
         return DecoderOutput(torch.stack(log_probs, dim=1), stacked_weights, state)  # (B, T, V)
 
+    forward = decode_steps  # calling a decoder runs its step loop
+
     @staticmethod
     def _check_target(tgt_in: Tensor, teacher_forcing_ratio: float) -> None:
         if tgt_in.dim() != 2 or tgt_in.dtype != torch.long or tgt_in.shape[1] == 0:
@@ -146,19 +145,11 @@ class Decoder(nn.Module):
             raise ValueError(f"mask must be a (B, S) = {tuple(keys.shape[:2])} bool tensor, got "
                              f"{tuple(mask.shape)} {mask.dtype}: True on real tokens, e.g. src != PAD_ID")
 
-    def _output_on_real_steps(self, output_layer, lengths: Tensor | None, *inputs: Tensor,
-                              packed: bool = False) -> Tensor:
-        """output_layer(*inputs) for inputs (B, T, .) -> (B, T, V), computed at the real steps only when `lengths`
-        (B,) is given (zeros at the padded ones; (N, V) when packed): the largest product skips the padding."""
-        if lengths is None:
-            return output_layer(*inputs)  # (B, T, V)
-        batch, steps = inputs[0].shape[:2]
-        real = torch.arange(steps) < lengths.unsqueeze(1)  # (B, T) on the CPU
-        index = real.flatten().nonzero().squeeze(1).to(inputs[0].device)  # (N,) flat positions of the real steps
-        rows = [x.reshape(batch * steps, -1).index_select(0, index) for x in inputs]  # each (N, .)
-        out = output_layer(*rows)  # (N, V)
-        return out if packed else out.new_zeros(batch * steps, out.shape[-1]).index_copy(0, index, out).view(
-            batch, steps, -1)  # (B, T, V)
+    def _attend(self, query: Tensor, memory: Memory, weights: Tensor | None) -> AttentionOutput:
+        """The scorer's context and weights for query (B, Hq); given weights (B, S), the context they give."""
+        if weights is None:
+            return self.attention(query, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
+        return AttentionOutput(torch.bmm(weights.unsqueeze(1), memory.keys).squeeze(1), weights)  # (B, K), (B, S)
 
     def _gru_step(self, rnn_input: Tensor, hidden: Tensor) -> Tensor:
         """One step of self.gru: rnn_input (B, I), hidden (B, H) -> (B, H). On a GPU torch.gru_cell on its weights
@@ -173,10 +164,8 @@ class Decoder(nn.Module):
 
 class DecoderRNN(Decoder):
     """Decoder without attention: the encoder's final state is all it knows of the source (Cho et al., 2014).
-
-    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax. The memory is accepted and ignored (weights
-    None), so it plugs into the same training and search code. (The 2017 tutorial also put a ReLU on the embedding;
-    this baseline leaves it out.) Introduced in notebook 03.
+    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax; the memory is accepted and ignored (weights
+    None), so the same training and search code runs it. Introduced in notebook 03.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, output_size: int, dropout: float = 0.1,
@@ -189,7 +178,10 @@ class DecoderRNN(Decoder):
         self.gru = nn.GRU(embedding_size, hidden_size, batch_first=True)
         self.out = nn.Linear(hidden_size, output_size)
 
-    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory,
+             weights: Tensor | None = None) -> StepOutput:
+        if weights is not None:
+            raise ValueError("DecoderRNN has no attention whose weights could be replaced: use an attention decoder")
         embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
         hidden = self._gru_step(embedded, state.hidden)  # (B, H)
         log_probs = F.log_softmax(self.out(self.dropout(hidden)), dim=-1)  # (B, V)
@@ -197,16 +189,13 @@ class DecoderRNN(Decoder):
 
 
 class AttnDecoderRNN(Decoder):
-    """The 2017 PyTorch tutorial's attention decoder, kept as an exhibit of "location-based" attention.
+    """The 2017 PyTorch tutorial's attention decoder, an exhibit of "location-based" attention.
 
-    weights = softmax(Linear(2H, max_length)([embedded; hidden])): the scores come from the current word and
-    state only, one per *slot* 0..max_length-1, never from the encoder outputs. They are then applied (bmm) to the
-    encoder outputs zero-padded to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU, whose state
-    gives the output. Consequences the tests pin down: changing the encoder outputs does not change the weights,
-    sentences longer than max_length (MAX_LENGTH) cannot be attended to at all (`check_source_length` says so), and
-    nothing masks the padding. Its weights are therefore (B, max_length): a softmax over all slots, the mass on slots
-    >= the sentence's length multiplying zeros. Embedding size = hidden size, as in the tutorial; `key_size`
-    (default hidden_size) lets it follow a bidirectional encoder. Introduced in notebook 03.
+    weights = softmax(Linear(2H, max_length)([embedded; hidden])): one score per *slot* 0..max_length-1, from the
+    current word and state only, never from the encoder outputs, applied (bmm) to the encoder outputs zero-padded
+    to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU. So the weights ignore the keys, a source
+    longer than max_length cannot be read (`check_source_length`), nothing masks the padding, and the weights are
+    (B, max_length). Embedding size = hidden size, as in the tutorial. Introduced in notebook 03.
     """
 
     def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = MAX_LENGTH,
@@ -242,10 +231,13 @@ class AttnDecoderRNN(Decoder):
         mask = F.pad(mask, (0, padding), value=False)  # (B, max_length)
         return Memory(keys, mask, None)
 
-    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory,
+             weights: Tensor | None = None) -> StepOutput:
+        """As Decoder.step; given weights are (B, max_length), one per slot."""
         embedded = self.dropout(self.embedding(prev_tokens))  # (B, H)
-        scores = self.attn(torch.cat([embedded, state.hidden], dim=-1))  # (B, max_length)
-        weights = torch.softmax(scores, dim=-1)  # (B, max_length): no mask, no look at the keys
+        if weights is None:
+            scores = self.attn(torch.cat([embedded, state.hidden], dim=-1))  # (B, max_length)
+            weights = torch.softmax(scores, dim=-1)  # (B, max_length): no mask, no look at the keys
         context = torch.bmm(weights.unsqueeze(1), memory.keys).squeeze(1)  # (B, K)
         rnn_input = F.relu(self.attn_combine(torch.cat([embedded, context], dim=-1)))  # (B, H)
         hidden = self._gru_step(rnn_input, state.hidden)  # (B, H)
@@ -256,15 +248,10 @@ class AttnDecoderRNN(Decoder):
 class BahdanauDecoder(Decoder):
     """Bahdanau et al. (2015): attend with the previous state, then step the GRU on [embedding; context].
 
-    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1}); output: t_i = tanh(W_o [s_i; c_i;
-    E y_{i-1}]) (a tanh layer in place of the paper's maxout "deep output"), then log_softmax(Linear(H, V)(dropout(
-    t_i))). The keys' projection U k is computed once per sentence in `prepare_memory`; A defaults to hidden_size.
-
-    Fast path (teacher_forcing_ratio 1.0: no step needs the previous prediction): `forward` takes out of its loop
-    (`_recurrence`) the output layer (the largest product) and the GRU's input product of the embedding half, W_ie E y
-    (the context half depends on the step); attention's W s and the GRU's W_h s, both of s_{i-1}, are one product.
-    It equals `decode_steps` up to float rounding (with dropout on, the masks differ). While a forward hook watches
-    a submodule (shapes.trace_shapes), its loop calls attention and GRU as modules instead. Introduced in notebook 03.
+    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1}); t_i = tanh(W_o [s_i; c_i;
+    E y_{i-1}]) (a tanh layer for the paper's maxout), then log_softmax(Linear(H, V)(dropout(t_i))). U k is
+    projected once per sentence (`prepare_memory`); A defaults to H. With teacher forcing 1.0 `forward` embeds all
+    words, runs `recur` once per step, then the output layer once over all T steps. Introduced in notebook 03.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int, dropout: float = 0.1,
@@ -283,58 +270,38 @@ class BahdanauDecoder(Decoder):
         self._check_memory(keys, mask)
         return Memory(keys, mask, self.attention.project_keys(keys))  # projected: (B, S, A)
 
-    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory,
+             weights: Tensor | None = None) -> StepOutput:
         embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
-        previous = state.hidden  # (B, H) s_{i-1}: Bahdanau attends with the state *before* the step
-        context, weights = self.attention(previous, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
-        hidden = self._gru_step(torch.cat([embedded, context], dim=-1), previous)  # (B, H) s_i
-        log_probs = self._output_layer(hidden, context, embedded)  # (B, V)
-        return StepOutput(log_probs, DecoderState(hidden, None), weights)
+        hidden, context, weights = self.recur(embedded, state.hidden, memory, weights)  # (B, H), (B, K), (B, S)
+        return StepOutput(self.output_layer(hidden, context, embedded), DecoderState(hidden, None), weights)
 
-    def _output_layer(self, hidden: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
+    def recur(self, embedded: Tensor, previous: Tensor, memory: Memory,
+              weights: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """The recurrence of one step: E y_{i-1} (B, E), s_{i-1} (B, H) -> s_i (B, H), c_i (B, K), weights (B, S).
+        Bahdanau attends with the state *before* the step."""
+        context, weights = self._attend(previous, memory, weights)  # (B, K), (B, S)
+        return self._gru_step(torch.cat([embedded, context], dim=-1), previous), context, weights  # s_i (B, H)
+
+    def output_layer(self, hidden: Tensor, context: Tensor, embedded: Tensor) -> Tensor:
         """t_i = tanh(W_o [s_i; c_i; E y_{i-1}]) -> log-probs: (B, [T,] H), (B, [T,] K), (B, [T,] E) -> (B, [T,] V)."""
         pre_output = torch.tanh(self.pre_output(torch.cat([hidden, context, embedded], dim=-1)))  # (B, [T,] H)
         return F.log_softmax(self.out(self.dropout(pre_output)), dim=-1)  # (B, [T,] V)
 
-    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
-                lengths: Tensor | None = None, packed: bool = False) -> DecoderOutput:
-        """All T steps; the fast path (see the class) when teacher_forcing_ratio == 1.0."""
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
+                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
+        """All T steps (see Decoder.forward); with teacher forcing 1.0, the output layer once after the loop."""
         self._check_target(tgt_in, teacher_forcing_ratio)
-        if teacher_forcing_ratio != 1.0:  # a step may read the previous step's argmax: the plain loop
+        if teacher_forcing_ratio != 1.0:  # a step may read the previous step's argmax: the step loop
             return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
         embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E): every input word is the gold one
-        if any(module._forward_hooks or module._forward_pre_hooks for module in self.modules()):
-            hidden, steps = state.hidden, []  # hooks (shapes.trace_shapes) see each module run, step by step
-            for words in embedded.unbind(dim=1):  # T x (B, E)
-                context, weights = self.attention(hidden, memory.keys, memory.mask, memory.projected_keys)
-                hidden = self._gru_step(torch.cat([words, context], dim=-1), hidden)  # (B, H)
-                steps.append((hidden, context, weights))
-            hiddens, contexts, weights = (torch.stack(outputs, dim=1) for outputs in zip(*steps))
-        else:
-            hiddens, contexts, weights = self._recurrence(embedded, state.hidden, memory)  # (B, T, H|K|S)
-        log_probs = self._output_on_real_steps(self._output_layer, lengths, hiddens, contexts, embedded,
-                                               packed=packed)  # (B, T, V) or (N, V): all steps in one matmul
-        return DecoderOutput(log_probs, weights, DecoderState(hiddens[:, -1], None))
-
-    def _recurrence(self, embedded: Tensor, hidden: Tensor, memory: Memory) -> tuple[Tensor, Tensor, Tensor]:
-        """The fast path's loop: `step`'s attention and GRU (PyTorch's GRU equations, written out) for all T steps of
-        embedded (B, T, E) from s_0 = hidden (B, H) -> s_1..s_T (B, T, H), contexts (B, T, K), weights (B, T, S)."""
-        gru, attention, size = self.gru, self.attention, self.hidden_size
-        w_words, w_context = gru.weight_ih_l0.split([embedded.shape[-1], self.key_size], dim=1)  # (3H, E), (3H, K)
-        from_words = F.linear(embedded, w_words, gru.bias_ih_l0).unbind(dim=1)  # T x (B, 3H): one matrix product
-        w_state = torch.cat([gru.weight_hh_l0, attention.query_layer.weight])  # (3H + A, H): both read s_{i-1}
-        parts = [2 * size, size, w_state.shape[0] - 3 * size]  # reset and update gates, new gate, query (A)
-        b_state = F.pad(gru.bias_hh_l0, (0, parts[2]))  # (3H + A,) no bias on the query
-        padding, steps = padding_bias(memory.mask), []  # (B, S) 0 or -inf (the mask checked once); the outputs
-        for words in from_words:  # (B, 3H) W_ie E y_{i-1} + b_i; split, not slices (a slice's backward zero-fills)
-            h_rz, h_n, query = F.linear(hidden, w_state, b_state).split(parts, dim=1)  # (B, 2H), (B, H), (B, A)
-            context, weights = attention.attend(query, memory.keys, memory.projected_keys, padding)  # (B, K), (B, S)
-            i_rz, i_n = torch.addmm(words, context, w_context.t()).split(parts[:2], dim=1)  # W_i [E y; c] + b_i
-            reset, update = torch.sigmoid(i_rz + h_rz).chunk(2, dim=1)  # (B, H) each
-            new = torch.tanh(i_n + reset * h_n)  # (B, H)
-            hidden = new + update * (hidden - new)  # (B, H) = (1 - z) n + z s_{i-1}
+        hidden, steps = state.hidden, []
+        for words in embedded.unbind(dim=1):  # T x (B, E)
+            hidden, context, weights = self.recur(words, hidden, memory)  # (B, H), (B, K), (B, S)
             steps.append((hidden, context, weights))
-        return tuple(torch.stack(outputs, dim=1) for outputs in zip(*steps))  # (B, T, H), (B, T, K), (B, T, S)
+        hiddens, contexts, weights = (torch.stack(outputs, dim=1) for outputs in zip(*steps))  # (B, T, H|K|S)
+        log_probs = self.output_layer(hiddens, contexts, embedded)  # (B, T, V): all steps in one matmul
+        return DecoderOutput(log_probs, weights, DecoderState(hidden, None))
 
 
 class LuongDecoder(Decoder):
@@ -345,10 +312,7 @@ class LuongDecoder(Decoder):
     score: "dot", "general" (default), "concat", "scaled_dot" (or "bahdanau" for an additive score); the additive
     scorers ("concat", "bahdanau") use attention_size A = hidden_size.
     input_feeding: feed h~_{t-1} into the next GRU step (the state then carries it as `input_feed`).
-
-    Fast path: without input feeding and with teacher_forcing_ratio 1.0 no step depends on the previous step's
-    attention: `forward` runs the GRU over the whole target in one call and attends for all T steps at once; it
-    equals `decode_steps` up to float rounding. Introduced in notebook 04.
+    Introduced in notebook 04.
     """
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int,
@@ -373,28 +337,20 @@ class LuongDecoder(Decoder):
         state = super().init_state(encoder_final)
         return state._replace(input_feed=torch.zeros_like(encoder_final) if self.input_feeding else None)
 
-    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> StepOutput:
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory,
+             weights: Tensor | None = None) -> StepOutput:
         embedded = self.dropout(self.embedding(prev_tokens))  # (B, E)
         rnn_input = torch.cat([embedded, state.input_feed], dim=-1) if self.input_feeding else embedded  # (B, E[+H])
         hidden = self._gru_step(rnn_input, state.hidden)  # (B, H)
-        context, weights = self.attention(hidden, memory.keys, memory.mask, memory.projected_keys)  # (B, K), (B, S)
-        attentional = torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))  # (B, H)
-        log_probs = self._output_layer(attentional)  # (B, V)
+        context, weights = self._attend(hidden, memory, weights)  # (B, K), (B, S)
+        attentional = self.attentional_state(context, hidden)  # (B, H)
+        log_probs = self.output_layer(attentional)  # (B, V)
         return StepOutput(log_probs, DecoderState(hidden, attentional if self.input_feeding else None), weights)
 
-    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory, teacher_forcing_ratio: float = 1.0,
-                lengths: Tensor | None = None, packed: bool = False) -> DecoderOutput:
-        """All T steps; the fast path (see the class) without input feeding and with teacher_forcing_ratio 1.0."""
-        self._check_target(tgt_in, teacher_forcing_ratio)
-        if self.input_feeding or teacher_forcing_ratio != 1.0:
-            return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
-        embedded = self.dropout(self.embedding(tgt_in))  # (B, T, E)
-        outputs, hidden = self.gru(embedded, state.hidden.unsqueeze(0))  # (B, T, H), (1, B, H)
-        context, weights = self.attention(outputs, memory.keys, memory.mask, memory.projected_keys)  # all steps
-        attentional = torch.tanh(self.combine(torch.cat([context, outputs], dim=-1)))  # (B, T, H)
-        log_probs = self._output_on_real_steps(self._output_layer, lengths, attentional, packed=packed)
-        return DecoderOutput(log_probs, weights, DecoderState(hidden.squeeze(0), None))  # weights: (B, T, S)
+    def attentional_state(self, context: Tensor, hidden: Tensor) -> Tensor:
+        """h~ = tanh(W_c [c; h]): (B, [T,] K), (B, [T,] H) -> (B, [T,] H)."""
+        return torch.tanh(self.combine(torch.cat([context, hidden], dim=-1)))  # (B, [T,] H)
 
-    def _output_layer(self, attentional: Tensor) -> Tensor:
+    def output_layer(self, attentional: Tensor) -> Tensor:
         """log_softmax(Linear(H, V)(dropout(h~))): attentional (B, [T,] H) -> (B, [T,] V)."""
         return F.log_softmax(self.out(self.dropout(attentional)), dim=-1)

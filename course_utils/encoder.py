@@ -13,7 +13,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.vocab import PAD_ID
 
-__all__ = ["EncoderOutput", "check_source", "EncoderRNN"]
+__all__ = ["EncoderOutput", "EncoderRNN"]
 
 
 class EncoderOutput(NamedTuple):
@@ -28,10 +28,9 @@ class EncoderOutput(NamedTuple):
     final: Tensor  # (B, H_dec) the decoder's initial state (through the bridge when there is one)
 
 
-def check_source(src: Tensor, src_lengths: Tensor) -> None:
+def _check_source(src: Tensor, src_lengths: Tensor) -> None:
     """Raise a ValueError naming the problem and the fix unless `src` (B, S) and `src_lengths` (B,) fit together.
 
-    Introduced in notebook 02.
     """
     if src.dim() != 2 or src.dtype != torch.long:
         raise ValueError(
@@ -50,19 +49,10 @@ def check_source(src: Tensor, src_lengths: Tensor) -> None:
 class EncoderRNN(nn.Module):
     """Embedding -> dropout -> GRU over a packed batch, with an optional bridge to the decoder's hidden size.
 
-    Args:
-        vocab_size: source vocabulary size V_src.
-        embedding_size: E.
-        hidden_size: H, per direction.
-        bidirectional: read the sentence both ways; keys become 2H wide.
-        dropout: dropout probability on the embeddings.
-        decoder_hidden_size: H_dec, defaults to `hidden_size`. A bridge `tanh(Linear(D*H, H_dec))` maps the final
-            state(s) to the decoder's state when the encoder is bidirectional or the sizes differ; otherwise the
-            final state is passed through unchanged and `bridge` is None.
-
+    vocab_size V_src, embedding_size E, hidden_size H per direction; bidirectional: keys become 2H wide; dropout on
+    the embeddings; decoder_hidden_size H_dec (default H): a bridge tanh(Linear(D*H, H_dec)) maps the final state(s)
+    when bidirectional or the sizes differ, else `bridge` is None and the final state passes unchanged.
     forward(src (B, S), src_lengths (B,), packed=True) -> EncoderOutput(outputs (B, S, K), final (B, H_dec)).
-    Attributes: embedding (padding_idx=PAD_ID), dropout, gru (batch_first=True), bridge (or None), key_size (K),
-    hidden_size (H), bidirectional, decoder_hidden_size (H_dec).
     Introduced in notebook 02.
     """
 
@@ -86,9 +76,9 @@ class EncoderRNN(nn.Module):
         `packed=False` is the exhibit of the current PyTorch tutorial's bug: the GRU also reads the PAD tokens, so
         the final state of every short sentence depends on how much padding its batch needed, the outputs at pad
         positions are no longer zero, and a bidirectional encoder's backward half reads the pads at every position.
-        Raises ValueError (see `check_source`) when `src` and `src_lengths` do not fit together.
+        Raises ValueError (see `_check_source`) when `src` and `src_lengths` do not fit together.
         """
-        check_source(src, src_lengths)
+        _check_source(src, src_lengths)
         embedded = self.dropout(self.embedding(src))  # (B, S, E)
         if packed:
             packed_input = pack_padded_sequence(embedded, src_lengths.cpu(), batch_first=True, enforce_sorted=False)

@@ -1,13 +1,12 @@
-"""Does attention explain? Probes of a trained Seq2Seq that the attention weights can be checked against.
+"""Does attention explain? Probes of a trained translator that the attention weights can be checked against.
 Introduced in notebook 10.
 
     forced = forced_batch(model, sources, outputs)      # teacher-forced: per-token log P and attention, batched
     grads = attributions(model, src_ids, out_ids)       # (T, S): |d log p(y_t) / d source embedding s|
     ig = attributions(model, src_ids, out_ids, steps=16)   # integrated gradients from a zero embedding
-    loo = leave_one_out(model, src_ids, out_ids)        # (T, S - 1): the drop in log p(y_t) without word s
     kendall_tau(attention_row, importance_row)          # do the two rank the source words alike?
     erasure_effects(model, src_vocab, tgt_vocab, sentences)   # delete the most / a random / the least attended word
-    with replaced_attention(model, "uniform"): ...      # decode with uniform (or "frozen") attention weights
+    bleu_with_attention(model, ..., "uniform")          # BLEU with uniform (or "frozen") attention weights
     sink_mass(attention, source_tokens)                 # how much attention sits on <eos> and punctuation
     EosMaskedSeq2Seq(config)                            # a remedy: <eos> is not a key
 
@@ -16,42 +15,38 @@ saliency as alignment.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 
-from course_utils.attention import AttentionOutput
-from course_utils.data import pad_ids
-from course_utils.decoder import Memory
+from course_utils.data import lengths_to_mask, pad_ids
+from course_utils.decoder import Decoder, DecoderState, Memory, StepOutput
 from course_utils.metrics import corpus_scores
 from course_utils.runtime import eval_mode
-from course_utils.seq2seq import Seq2Seq
+from course_utils.seq2seq import Seq2Seq, Seq2SeqOutput, Translator, teacher_forced_input
 from course_utils.translate import translate_batch
 from course_utils.vocab import EOS_TOKEN
 
-__all__ = ["ForcedBatch", "forced_batch", "attributions", "leave_one_out", "kendall_tau", "rank_agreement",
-           "Erasure", "erase_word", "erasure_effects", "REPLACEMENTS", "ReplacedAttention", "replaced_attention",
-           "SinkMass", "sink_mass", "EosMaskedSeq2Seq", "rank_agreements", "bleu_with_attention",
-           "mean_sink_mass"]
+__all__ = ["forced_batch", "attributions", "kendall_tau", "rank_agreement", "Erasure", "erasure_effects",
+           "REPLACEMENTS", "sink_mass", "EosMaskedSeq2Seq", "rank_agreements", "bleu_with_attention", "mean_sink_mass"]
 
 
-class ForcedBatch(NamedTuple):
-    """Teacher-forced results, one entry per sentence. Introduced in notebook 10."""
+class _ForcedBatch(NamedTuple):
+    """Teacher-forced results, one entry per sentence."""
 
     token_log_probs: list[Tensor]  # (T_i,) log p(y_t | y_<t, x) of each output token
     attention: list[Tensor | None]  # (T_i, S_i) weights, or None for a model without attention
 
 
 @torch.no_grad()
-def forced_batch(model: Seq2Seq, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
-                 batch_size: int = 128) -> ForcedBatch:
-    """Force-decode many (source ids, output ids) pairs (each ending with EOS) in padded batches.
-    Returns per-sentence token log-probs (T_i,) and attention (T_i, S_i). Introduced in notebook 10."""
+def forced_batch(model: Translator, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
+                 batch_size: int = 128) -> _ForcedBatch:
+    """Force-decode (source ids, output ids) pairs, each ending with EOS, in padded batches -> per sentence the token
+    log-probs (T_i,) and attention (T_i, S_i). Introduced in notebook 10."""
     if len(sources) != len(outputs):
         raise ValueError(f"got {len(sources)} sources and {len(outputs)} outputs: pass one output per source")
     logps, weights = [], []
@@ -64,7 +59,7 @@ def forced_batch(model: Seq2Seq, sources: Sequence[Sequence[int]], outputs: Sequ
             for row, (s_len, t_len) in enumerate(zip(src_lengths.tolist(), tgt_lengths.tolist())):
                 logps.append(picked[row, :t_len])
                 weights.append(None if out.attention is None else out.attention[row, :t_len, :s_len].cpu())
-    return ForcedBatch(logps, weights)
+    return _ForcedBatch(logps, weights)
 
 
 def attributions(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int], steps: int = 0) -> Tensor:
@@ -97,12 +92,11 @@ def attributions(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int],
     return (embedded[0] * grad.mean(dim=1)).sum(dim=-1).abs().cpu()  # (T, S)
 
 
-def leave_one_out(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int]) -> Tensor:
-    """The drop in log p(y_t) when source word s is deleted (EOS kept): src_ids (S,), out_ids (T,) -> (T, S - 1).
-    Introduced in notebook 10."""
+def _leave_one_out(model: Translator, src_ids: Sequence[int], out_ids: Sequence[int]) -> Tensor:
+    """The drop in log p(y_t) when source word s is deleted (EOS kept): src_ids (S,), out_ids (T,) -> (T, S - 1)."""
     words = list(src_ids[:-1])
     if not words:
-        raise ValueError("leave_one_out needs a source with at least one word before EOS")
+        raise ValueError("_leave_one_out needs a source with at least one word before EOS")
     erased = [words[:s] + words[s + 1:] + [src_ids[-1]] for s in range(len(words))]
     forced = forced_batch(model, [list(src_ids)] + erased, [list(out_ids)] * (len(words) + 1))
     full = forced.token_log_probs[0]  # (T,)
@@ -141,8 +135,8 @@ class Erasure(NamedTuple):
     log_prob_drop: float  # mean drop of log P(original output | source) when the word is gone
 
 
-def erase_word(words: Sequence[str], position: int) -> str:
-    """The sentence without the word at `position`. Introduced in notebook 10."""
+def _erase_word(words: Sequence[str], position: int) -> str:
+    """The sentence without the word at `position`."""
     return " ".join(list(words[:position]) + list(words[position + 1:]))
 
 
@@ -155,7 +149,7 @@ def _picks(received: Tensor, words: Sequence[str], rng: random.Random) -> dict[s
             "least attended": min(positions, key=lambda j: float(received[j]))}
 
 
-def erasure_effects(model: Seq2Seq, src_vocab, tgt_vocab, sentences: Sequence[str],
+def erasure_effects(model: Translator, src_vocab, tgt_vocab, sentences: Sequence[str],
                     seed: int = 0) -> dict[str, Erasure]:
     """Delete the most attended, a random, and the least attended source word (attention summed over the greedy
     output's rows) and re-translate. -> {"most attended" | "random" | "least attended": Erasure}.
@@ -169,7 +163,7 @@ def erasure_effects(model: Seq2Seq, src_vocab, tgt_vocab, sentences: Sequence[st
             chosen.append((translation, picks))
     effects = {}
     for label in ("most attended", "random", "least attended"):
-        erased = [erase_word(t.source_tokens[:-1], picks[label]) for t, picks in chosen]
+        erased = [_erase_word(t.source_tokens[:-1], picks[label]) for t, picks in chosen]
         outputs = translate_batch(model, src_vocab, tgt_vocab, erased)
         out_ids = [[tgt_vocab[token] for token in t.output_tokens] for t, _ in chosen]
         full = forced_batch(model, [src_vocab.encode(" ".join(t.source_tokens[:-1])) for t, _ in chosen], out_ids)
@@ -181,81 +175,97 @@ def erasure_effects(model: Seq2Seq, src_vocab, tgt_vocab, sentences: Sequence[st
 
 
 # ---------------------------------------------------------------------------------------------- replaced weights
-REPLACEMENTS = ("uniform", "frozen")  # what ReplacedAttention can put in place of the model's weights
+REPLACEMENTS = ("uniform", "frozen")  # what _ReplacedAttention can put in place of the model's weights
 
 
-class ReplacedAttention(nn.Module):
-    """Wraps a decoder's attention and replaces its weights. Introduced in notebook 10.
+class _ReplacedState(NamedTuple):
+    """The model's decoder state, and the weights "frozen" keeps: (B, S) after the first step, None before it."""
+
+    inner: DecoderState
+    frozen: Tensor | None
+
+    def index_select(self, index: Tensor) -> _ReplacedState:
+        frozen = None if self.frozen is None else self.frozen.index_select(0, index)  # (N, S)
+        return _ReplacedState(self.inner.index_select(index), frozen)
+
+
+class _ReplacedDecoder(Decoder):
+    """A Bahdanau or Luong decoder whose every step attends with `mode` weights, fed through its step's `weights`."""
+
+    def __init__(self, inner: Decoder, mode: str):
+        super().__init__()
+        self.inner, self.mode = inner, mode
+        self.hidden_size, self.key_size, self.output_size = inner.hidden_size, inner.key_size, inner.output_size
+
+    def check_source_length(self, source_length: int) -> None:
+        self.inner.check_source_length(source_length)
+
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
+        return self.inner.prepare_memory(keys, mask)
+
+    def init_state(self, encoder_final: Tensor) -> _ReplacedState:
+        return _ReplacedState(self.inner.init_state(encoder_final), None)
+
+    def step(self, prev_tokens: Tensor, state: _ReplacedState, memory: Memory,
+             weights: Tensor | None = None) -> StepOutput:
+        if weights is None and self.mode == "uniform":
+            weights = memory.mask.float() / memory.mask.sum(dim=1, keepdim=True)  # (B, S) 1 / S on real tokens
+        elif weights is None:
+            weights = state.frozen  # None at the first step: the model's own weights, kept for every later step
+        out = self.inner.step(prev_tokens, state.inner, memory, weights)
+        return out._replace(state=_ReplacedState(out.state, out.weights if self.mode == "frozen" else None))
+
+
+class _ReplacedAttention(nn.Module):
+    """A translator that decodes as `model`, but attends with `mode` weights at every step (the decoder step's
+    `weights` argument); `model` itself is left as it is.
 
     "uniform": every real source position gets 1 / S (Jain & Wallace's question: does *where* matter?).
     "frozen": the first decoder step's weights are kept for every later step of the sentence (the decoder no
-    longer re-attends); `reset()` forgets them (done before every `encode` by `replaced_attention`).
-    The context is then the weighted sum of the keys, as in the wrapped scorer.
+    longer re-attends). Bahdanau and Luong decoders only (the location exhibit has no content attention).
     """
 
-    def __init__(self, inner: nn.Module, mode: str):
+    def __init__(self, model: Translator, mode: str):
         super().__init__()
         if mode not in REPLACEMENTS:
             raise ValueError(f"unknown replacement {mode!r}: choose one of {', '.join(REPLACEMENTS)}")
-        self.inner, self.mode, self.frozen = inner, mode, None
+        if getattr(model.config, "attention", None) in ("none", "location", "transformer"):
+            raise ValueError(f"attention={model.config.attention!r} has no content attention to replace: use a "
+                             "Bahdanau or Luong model")
+        self.model, self.config, self.mode = model, model.config, mode
+        self.decoder = _ReplacedDecoder(model.decoder, mode)
 
-    def reset(self) -> None:
-        self.frozen = None
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
 
-    def project_keys(self, keys: Tensor) -> Tensor | None:
-        return self.inner.project_keys(keys)  # (B, S, A) or None, as the wrapped scorer
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, _ReplacedState]:
+        memory, state = self.model.encode(src, src_lengths)
+        return memory, _ReplacedState(state, None)
 
-    def forward(self, query: Tensor, keys: Tensor, mask: Tensor, projected_keys: Tensor | None = None):
-        _, weights = self.inner(query, keys, mask, projected_keys)  # (B, S) or (B, T, S)
-        if self.mode == "uniform":
-            uniform = mask.float() / mask.sum(dim=1, keepdim=True)  # (B, S)
-            weights = uniform if weights.dim() == 2 else uniform.unsqueeze(1).expand_as(weights)
-        else:
-            if self.frozen is None:
-                self.frozen = weights if weights.dim() == 2 else weights[:, 0]  # (B, S): the first step's
-            weights = self.frozen if weights.dim() == 2 else self.frozen.unsqueeze(1).expand_as(weights)
-        context = torch.bmm(weights.unsqueeze(1) if weights.dim() == 2 else weights, keys)  # (B, 1 or T, K)
-        return AttentionOutput(context.squeeze(1) if weights.dim() == 2 else context, weights)
-
-
-@contextlib.contextmanager
-def replaced_attention(model: Seq2Seq, mode: str) -> Iterator[Seq2Seq]:
-    """Within the block the model's decoder attends with `mode` weights (see ReplacedAttention); restored after.
-    Bahdanau and Luong decoders only (the location exhibit has no content attention). Introduced in notebook 10."""
-    decoder = model.decoder
-    if model.config.attention in ("none", "location"):
-        raise ValueError(f"attention={model.config.attention!r} has no content attention to replace: use a "
-                         "Bahdanau or Luong model")
-    original = decoder.attention
-    decoder.attention = ReplacedAttention(original, mode)
-    handle = model.encoder.register_forward_pre_hook(lambda module, inputs: decoder.attention.reset())
-    # the fast paths may inline the scorer: teacher-forced passes take the plain step loop, which calls `step`
-    decoder.forward = lambda tgt_in, state, memory, teacher_forcing_ratio=1.0, *args, **kwargs: \
-        decoder.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
-    try:
-        yield model
-    finally:
-        handle.remove()
-        del decoder.forward  # the class's forward again
-        decoder.attention = original
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,
+                teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput:
+        memory, state = self.encode(src, src_lengths)
+        decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio)  # (B, T, V)
+        return Seq2SeqOutput(decoded.log_probs, decoded.weights)  # attention (B, T, S)
 
 
 # ---------------------------------------------------------------------------------------------- attention sinks
-class SinkMass(NamedTuple):
-    """Mean attention mass per output row on the source's <eos> and on its punctuation. Introduced in notebook 10."""
+class _SinkMass(NamedTuple):
+    """Mean attention mass per output row on the source's <eos> and on its punctuation."""
 
     eos: float
     punctuation: float
 
 
-def sink_mass(attention: Tensor, source_tokens: Sequence[str]) -> SinkMass:
-    """attention (T, S) over `source_tokens` (S, ending with <eos>) -> SinkMass. Introduced in notebook 10."""
+def sink_mass(attention: Tensor, source_tokens: Sequence[str]) -> _SinkMass:
+    """attention (T, S) over `source_tokens` (S, ending with <eos>) -> _SinkMass. Introduced in notebook 10."""
     if attention.dim() != 2 or attention.shape[1] != len(source_tokens):
         raise ValueError(f"attention must be (T, S={len(source_tokens)}) for these source tokens, got "
                          f"{tuple(attention.shape)}")
     eos = [j for j, token in enumerate(source_tokens) if token == EOS_TOKEN]
     punctuation = [j for j, token in enumerate(source_tokens) if token != EOS_TOKEN and not token.isalnum()]
-    return SinkMass(float(attention[:, eos].sum(1).mean()), float(attention[:, punctuation].sum(1).mean()))
+    return _SinkMass(float(attention[:, eos].sum(1).mean()), float(attention[:, punctuation].sum(1).mean()))
 
 
 class EosMaskedSeq2Seq(Seq2Seq):
@@ -264,8 +274,8 @@ class EosMaskedSeq2Seq(Seq2Seq):
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, object]:
         memory, state = super().encode(src, src_lengths)
-        positions = torch.arange(src.shape[1], device=src.device)  # (S,)
-        is_eos = positions == (src_lengths.to(src.device) - 1).unsqueeze(1)  # (B, S)
+        lengths = src_lengths.to(src.device)  # (B,)
+        is_eos = lengths_to_mask(lengths, src.shape[1]) & ~lengths_to_mask(lengths - 1, src.shape[1])  # (B, S)
         return memory._replace(mask=memory.mask & ~is_eos), state  # a one-word source keeps its word
 
 
@@ -284,24 +294,24 @@ def rank_agreements(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> di
         if len(src) < 3:  # one word: nothing to rank
             continue
         words = len(src) - 1
-        attention, loo = weights[:, :words], leave_one_out(model, src, out)  # (T, S - 1) each
+        attention, loo = weights[:, :words], _leave_one_out(model, src, out)  # (T, S - 1) each
         saliency = attributions(model, src, out)[:, :words]  # (T, S - 1)
         for key, (a, b) in zip(sums, ((attention, loo), (attention, saliency), (saliency, loo))):
             sums[key].append(rank_agreement(a, b))
     return {key: sum(values) / len(values) if values else float("nan") for key, values in sums.items()}
 
 
-def bleu_with_attention(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence, mode: str | None = None) -> float:
+def bleu_with_attention(model: Translator, src_vocab, tgt_vocab, pairs: Sequence, mode: str | None = None) -> float:
     """Greedy corpus BLEU on `pairs` with the model's own attention (mode None) or `mode` weights
-    (see ReplacedAttention). Introduced in notebook 10."""
-    with contextlib.nullcontext() if mode is None else replaced_attention(model, mode):
-        outputs = translate_batch(model, src_vocab, tgt_vocab, [p.source for p in pairs])
+    (see _ReplacedAttention). Introduced in notebook 10."""
+    translator = model if mode is None else _ReplacedAttention(model, mode)
+    outputs = translate_batch(translator, src_vocab, tgt_vocab, [p.source for p in pairs])
     return corpus_scores([o.text for o in outputs], [p.target for p in pairs]).bleu
 
 
-def mean_sink_mass(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> SinkMass:
-    """SinkMass averaged over `pairs`, each force-decoded on its reference. Introduced in notebook 10."""
+def mean_sink_mass(model: Translator, src_vocab, tgt_vocab, pairs: Sequence) -> _SinkMass:
+    """_SinkMass averaged over `pairs`, each force-decoded on its reference. Introduced in notebook 10."""
     sources, outputs = _ids(src_vocab, tgt_vocab, pairs)
     masses = [sink_mass(weights, p.source.split() + [EOS_TOKEN])
               for p, weights in zip(pairs, forced_batch(model, sources, outputs).attention)]
-    return SinkMass(*(sum(values) / len(values) for values in zip(*masses)))
+    return _SinkMass(*(sum(values) / len(values) for values in zip(*masses)))

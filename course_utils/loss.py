@@ -19,18 +19,10 @@ __all__ = ["masked_nll_loss", "smoothed_targets", "perplexity"]
 
 
 def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Negative log-likelihood of the target tokens, ignoring PAD positions.
-
-    Args:
-        log_probs: (B, T, V) the decoder's log-probabilities.
-        tgt: (B, T) target ids (EOS included), PAD_ID where there is no token.
-        reduction: "mean" (per real token) or "sum".
-        label_smoothing: eps in [0, 1): the target distribution puts 1 - eps on the gold word and spreads eps
-            uniformly over the vocabulary (a regulariser; 0 is the plain NLL).
-    Returns:
-        scalar tensor. Changing the prediction at a PAD position changes nothing.
-
-    Introduced in notebook 05.
+    """Negative log-likelihood of the target tokens, ignoring PAD positions: log_probs (B, T, V), tgt (B, T) (EOS
+    included, PAD_ID where there is no token) -> a scalar, per real token ("mean") or summed ("sum"); a prediction at
+    a PAD position changes nothing. label_smoothing eps in [0, 1): the target puts 1 - eps on the gold word and
+    spreads eps uniformly over the vocabulary (0: the plain NLL). Introduced in notebook 05.
     """
     if log_probs.dim() != 3 or tgt.shape != log_probs.shape[:2]:
         raise ValueError(f"log_probs must be (B, T, V) and tgt (B, T) with the same B and T, got "
@@ -50,16 +42,10 @@ def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", lab
 
 
 def smoothed_targets(tgt: Tensor, vocab_size: int, label_smoothing: float) -> Tensor:
-    """The target distribution q that label smoothing trains towards, as PyTorch's cross_entropy defines it.
-
-    q(v) = (1 - eps) * [v == gold] + eps / V for every word v of the vocabulary (the gold word itself included, so
-    it gets 1 - eps + eps / V; so do <pad>, <sos> and <unk>, eps / V each); rows of PAD positions are all 0 (ignored).
-    Args:
-        tgt: (B, T) target ids, PAD_ID where there is no token.  vocab_size: V.  label_smoothing: eps in [0, 1).
-    Returns:
-        (B, T, V) float tensor; each real position's row sums to 1. The label-smoothed loss is
-        -(q * log_probs).sum() / number of real tokens, which equals masked_nll_loss(..., label_smoothing=eps).
-    Introduced in notebook 05.
+    """The target distribution q that label smoothing trains towards, as PyTorch's cross_entropy defines it:
+    tgt (B, T) -> (B, T, V), q(v) = (1 - eps) [v == gold] + eps / V for every word v (special tokens included);
+    rows of PAD positions are 0, the others sum to 1. -(q * log_probs).sum() / real tokens is
+    masked_nll_loss(..., label_smoothing=eps). Introduced in notebook 05.
     """
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing}; the recipes use 0.1 or 0.2")

@@ -3,10 +3,14 @@
 Introduced in notebook 03 (assembled) and 05 (trained). `config.attention` picks the decoder:
 "none" -> DecoderRNN, "location" -> AttnDecoderRNN (2017 exhibit), "bahdanau" -> BahdanauDecoder,
 "dot" | "general" | "concat" | "scaled_dot" | "scaled_general" -> LuongDecoder with that score.
+`Translator` is the interface that search, training, evaluation and checkpoints read; Seq2Seq and
+transformer.TransformerSeq2Seq both satisfy it.
 """
+from __future__ import annotations
+
 from collections.abc import Sized
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
@@ -20,12 +24,13 @@ from course_utils.decoder import (
     DecoderState,
     LuongDecoder,
     Memory,
+    StepOutput,
 )
 from course_utils.encoder import EncoderRNN
 from course_utils.vocab import MAX_LENGTH, SOS_ID
 
-__all__ = ["LUONG_SCORES", "ATTENTION_KINDS", "ModelConfig", "Seq2SeqOutput", "build_decoder", "Seq2Seq",
-           "teacher_forced_input", "count_parameters"]
+__all__ = ["LUONG_SCORES", "ATTENTION_KINDS", "ModelConfig", "Seq2SeqOutput", "StepDecoder", "Translator",
+           "Seq2Seq", "teacher_forced_input", "count_parameters"]
 
 LUONG_SCORES = tuple(kind for kind in ATTENTION_SCORES if kind != "bahdanau")  # the LuongDecoder's scores
 ATTENTION_KINDS = ("none", *ATTENTION_SCORES, "location")  # every decoder a ModelConfig can name: the one list
@@ -35,7 +40,7 @@ ATTENTION_KINDS = ("none", *ATTENTION_SCORES, "location")  # every decoder a Mod
 class ModelConfig:
     """Everything needed to rebuild a Seq2Seq (checkpoints store it as a plain dict). Introduced in notebook 03.
 
-    The vocabulary sizes may be left as None in a recipe's template (course_utils.recipes), which fills them from
+    The vocabulary sizes may be left as None in a recipe's template, which fills them from
     the data's vocabularies; a Seq2Seq needs them set.
     """
 
@@ -87,8 +92,45 @@ class Seq2SeqOutput(NamedTuple):
     attention: Tensor | None  # (B, T, S); (B, T, max_length) for "location"; None for "none"
 
 
-def build_decoder(config: ModelConfig, key_size: int) -> Decoder:
-    """The decoder that `config.attention` names, reading keys of size `key_size`. Introduced in notebook 03."""
+@runtime_checkable
+class StepDecoder(Protocol):
+    """The decoder's side of a Translator: what search's loops call."""
+
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> Any:
+        """keys (B, S, K), mask (B, S) -> the memory every step reads."""
+
+    def init_state(self, encoder_final: Tensor) -> Any:
+        """The encoder's result ((B, H) for a GRU; (B, S, H) for a Transformer) -> the state before step 0."""
+
+    def step(self, prev_tokens: Tensor, state: Any, memory: Any, weights: Tensor | None = None) -> StepOutput:
+        """prev_tokens (B,) -> StepOutput(log_probs (B, V), state, weights (B, S) or None)."""
+
+    def check_source_length(self, source_length: int) -> None:
+        """Raise a one-line ValueError when a source this long cannot be read."""
+
+
+@runtime_checkable
+class Translator(Protocol):
+    """A translator: Seq2Seq and transformer.TransformerSeq2Seq.
+
+    encode(src (B, S), src_lengths (B,)) -> (memory, state), which decoder.step reads; calling it with
+    (src, src_lengths, tgt (B, T), teacher_forcing_ratio) gives Seq2SeqOutput(log_probs (B, T, V), attention).
+    """
+
+    config: Any
+    decoder: StepDecoder
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Any, Any]: ...
+
+    def __call__(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,
+                 teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput: ...
+
+
+def _build_decoder(config: ModelConfig, key_size: int) -> Decoder:
+    """The decoder that `config.attention` names, reading keys of size `key_size`."""
     c = config
     if c.attention == "none":
         return DecoderRNN(c.embedding_size, c.hidden_size, c.tgt_vocab_size, c.dropout, key_size=key_size)
@@ -105,11 +147,9 @@ class Seq2Seq(nn.Module):
     """Encoder + decoder. Attributes: config, encoder, decoder.
 
     encode(src (B, S), src_lengths (B,)) -> (Memory, DecoderState): what greedy and beam search start from.
-    forward(src (B, S), src_lengths (B,), tgt (B, T), teacher_forcing_ratio=1.0, tgt_lengths=None) -> Seq2SeqOutput:
+    forward(src (B, S), src_lengths (B,), tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput:
         the decoder reads SOS + tgt[:, :-1] and predicts tgt; teacher forcing is decided per step, once for the
         whole batch (see Decoder.forward). Inputs must be on the parameters' device (src_lengths may stay on CPU).
-        tgt_lengths (B,) on the CPU, optional (training passes it): the fast paths' output layer skips the padded
-        steps, whose log_probs are then 0 (see Decoder.forward).
     Introduced in notebook 03.
     """
 
@@ -121,7 +161,7 @@ class Seq2Seq(nn.Module):
         self.config = config
         self.encoder = EncoderRNN(config.src_vocab_size, config.embedding_size, config.hidden_size,
                                   config.bidirectional, config.dropout, decoder_hidden_size=config.hidden_size)
-        self.decoder = build_decoder(config, self.encoder.key_size)
+        self.decoder = _build_decoder(config, self.encoder.key_size)
 
     @property
     def device(self) -> torch.device:
@@ -136,17 +176,18 @@ class Seq2Seq(nn.Module):
         """src (B, S), src_lengths (B,) -> (Memory with keys (B, S, K) and mask (B, S), initial DecoderState)."""
         self._check_device("src", src)
         encoded = self.encoder(src, src_lengths)
-        positions = torch.arange(src.shape[1], device=src.device)  # (S,)
-        mask = positions < src_lengths.to(src.device).unsqueeze(1)  # (B, S) True on real tokens (data.lengths_to_mask)
+        from course_utils.data import lengths_to_mask  # here: importing the models loads no data pipeline
+
+        mask = lengths_to_mask(src_lengths.to(src.device), src.shape[1])  # (B, S) True on real tokens
         return self.decoder.prepare_memory(encoded.outputs, mask), self.decoder.init_state(encoded.final)
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor, teacher_forcing_ratio: float = 1.0,
-                tgt_lengths: Tensor | None = None) -> Seq2SeqOutput:
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,
+                teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput:
         self._check_device("tgt", tgt)
         if tgt.dim() != 2 or tgt.shape[0] != src.shape[0]:
             raise ValueError(f"tgt must be (B, T) with B = {src.shape[0]} like src, got {tuple(tgt.shape)}")
         memory, state = self.encode(src, src_lengths)
-        decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio, tgt_lengths)
+        decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio)
         return Seq2SeqOutput(decoded.log_probs, decoded.weights)
 
 

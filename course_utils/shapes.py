@@ -14,14 +14,14 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import PackedSequence
 
-__all__ = ["COLUMNS", "describe_shapes", "ShapeRow", "ShapeTrace", "trace_shapes"]
+__all__ = ["ShapeTrace", "trace_shapes"]
 
-COLUMNS = ("module", "type", "call", "inputs", "outputs")
+_COLUMNS = ("module", "type", "call", "inputs", "outputs")
 
 
-def describe_shapes(value: Any) -> str:
+def _describe_shapes(value: Any) -> str:
     """A short text for the shapes inside `value`: tensors as (2, 5), PackedSequence, NamedTuple fields,
-    tuples/lists, dicts, None; other objects by repr (numbers, strings) or type name. Introduced in notebook 02."""
+    tuples/lists, dicts, None; other objects by repr (numbers, strings) or type name."""
     if isinstance(value, Tensor):
         return str(tuple(value.shape))
     if isinstance(value, PackedSequence):
@@ -29,20 +29,20 @@ def describe_shapes(value: Any) -> str:
     if value is None:
         return "None"
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # NamedTuple
-        fields = ", ".join(f"{name}={describe_shapes(item)}" for name, item in zip(value._fields, value, strict=True))
+        fields = ", ".join(f"{name}={_describe_shapes(item)}" for name, item in zip(value._fields, value, strict=True))
         return f"{type(value).__name__}({fields})"
     if isinstance(value, (tuple, list)):
-        inner = ", ".join(describe_shapes(item) for item in value)
+        inner = ", ".join(_describe_shapes(item) for item in value)
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{key}={describe_shapes(item)}" for key, item in value.items()) + "}"
+        return "{" + ", ".join(f"{key}={_describe_shapes(item)}" for key, item in value.items()) + "}"
     if isinstance(value, (bool, int, float, str)):
         return repr(value)
     return type(value).__name__
 
 
-class ShapeRow(NamedTuple):
-    """One submodule call. Introduced in notebook 02."""
+class _ShapeRow(NamedTuple):
+    """One submodule call."""
 
     name: str  # dotted module name, e.g. "decoder.attention.query_layer"; "(model)" for the root
     type: str  # class name, e.g. "Linear"
@@ -58,7 +58,7 @@ class ShapeTrace:
     `str(trace)` is a plain-text table; notebooks render `_repr_html_`. Introduced in notebook 02.
     """
 
-    def __init__(self, rows: list[ShapeRow], output: Any = None):
+    def __init__(self, rows: list[_ShapeRow], output: Any = None):
         self.rows = rows
         self.output = output
 
@@ -72,12 +72,12 @@ class ShapeTrace:
         """Only each module's first call: one decoder step instead of T."""
         return ShapeTrace([row for row in self.rows if row.call == 0], self.output)
 
-    def _cells(self, row: ShapeRow) -> tuple[str, ...]:
+    def _cells(self, row: _ShapeRow) -> tuple[str, ...]:
         return ("  " * row.depth + row.name, row.type, str(row.call), row.inputs, row.outputs)
 
     def __str__(self) -> str:
-        table = [COLUMNS] + [self._cells(row) for row in self.rows]
-        widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+        table = [_COLUMNS] + [self._cells(row) for row in self.rows]
+        widths = [max(len(line[i]) for line in table) for i in range(len(_COLUMNS))]
         table.insert(1, tuple("-" * width for width in widths))
         lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)) for line in table]
         return "\n".join(line.rstrip() for line in lines)
@@ -86,7 +86,7 @@ class ShapeTrace:
         return f"ShapeTrace({len(self.rows)} calls)\n{self}"
 
     def _repr_html_(self) -> str:
-        header = "".join(f"<th style='text-align:left'>{name}</th>" for name in COLUMNS)
+        header = "".join(f"<th style='text-align:left'>{name}</th>" for name in _COLUMNS)
         body = []
         for row in self.rows:
             name = f"<td style='text-align:left;padding-left:{0.5 + 1.5 * row.depth}em'>{html.escape(row.name)}</td>"
@@ -101,7 +101,7 @@ def trace_shapes(model: nn.Module, *args, **kwargs) -> ShapeTrace:
     return a ShapeTrace: one row per call with the module's name, type, call number, input and output shapes.
     The hooks are removed afterwards, also when the forward pass raises. Introduced in notebook 02.
     """
-    rows: list[ShapeRow] = []
+    rows: list[_ShapeRow] = []
     open_calls: list[int] = []  # row indices of the calls currently running (a stack)
     call_counts: dict[str, int] = {}
     handles = []
@@ -110,14 +110,14 @@ def trace_shapes(model: nn.Module, *args, **kwargs) -> ShapeTrace:
         def before(module, inputs, kw):
             call = call_counts.get(name, 0)
             call_counts[name] = call + 1
-            described = ", ".join([describe_shapes(x) for x in inputs] +
-                                  [f"{key}={describe_shapes(x)}" for key, x in kw.items()])
-            rows.append(ShapeRow(name, type(module).__name__, call, len(open_calls), described, ""))
+            described = ", ".join([_describe_shapes(x) for x in inputs] +
+                                  [f"{key}={_describe_shapes(x)}" for key, x in kw.items()])
+            rows.append(_ShapeRow(name, type(module).__name__, call, len(open_calls), described, ""))
             open_calls.append(len(rows) - 1)
 
         def after(module, inputs, kw, output):
             index = open_calls.pop()
-            rows[index] = rows[index]._replace(outputs=describe_shapes(output))
+            rows[index] = rows[index]._replace(outputs=_describe_shapes(output))
         return before, after
 
     try:

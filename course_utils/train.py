@@ -1,51 +1,36 @@
-"""Training: the configuration, one step, one epoch, the visible loop, and weight averaging.
+"""Training, top to bottom as in notebook 05: TrainConfig (how to train), History (per-epoch numbers), train_step
+(one batch: forward, masked loss, backward, clip, Adam step), train_epoch (every batch once), train (the loop, with
+dev loss and dev BLEU after each epoch).
 
-Read it top to bottom, as in notebook 05:
-
-    TrainConfig   how to train (epochs, batch size, learning rate, clipping, teacher forcing, seed, ...)
-    History       per-epoch numbers of one run, for plotting
-    train_step    one batch: forward, masked loss, backward, clip, Adam step (the benchmarks time exactly this)
-    train_epoch   train_step over every batch of the loader
-    train         the loop: epochs of train_epoch, dev loss and dev BLEU after each, a History
-
-Teacher forcing is decided per decoder step, once for the whole batch: before each step after the first, one coin
-flip (torch.rand, so the seed decides) feeds the gold previous word with probability `teacher_forcing_ratio`,
-otherwise the model's own previous argmax. Ratio 1.0 (the default) always feeds the gold word, which lets Luong
-decoders run all steps in one GRU call.
-
-On a GPU, `train` records the decoder's side of the step as CUDA graphs (`course_utils.cuda_graphs`, one per batch
-shape) and `train_step` replays them: the same arithmetic, without one Python call per kernel.
-
-Determinism: `train` seeds torch with `TrainConfig.seed` and the batch order comes from the same seed, so two runs
-on the CPU with the same seed (and thread count) give identical losses. Named recipes and the model cache live in
-`course_utils.recipes`, checkpoints in `course_utils.checkpoints`, evaluation in `course_utils.evaluate`.
-
-Introduced in notebook 05.
+Teacher forcing is decided per decoder step, once for the whole batch (see decoder.Decoder.forward). train_step's
+loss comes from `fast.training_loss` (a decoder's fast path, the packed loss, CUDA graphs on a GPU): the same numbers
+as the plain forward, up to float rounding. `train` seeds torch and the batch order with TrainConfig.seed: two CPU
+runs with one seed and thread count give identical losses. Introduced in notebook 05.
 """
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
-from torch import Tensor
 from tqdm.auto import tqdm
 
-from course_utils.cuda_graphs import DecoderGraphs, quiet_stream_warning
 from course_utils.data import Batch, CourseData, Pair, make_loader
 from course_utils.evaluate import evaluate
-from course_utils.loss import masked_nll_loss
+from course_utils.fast import training_graphs, training_loss
+from course_utils.fast.cuda_graphs import DecoderGraphs, quiet_stream_warning
 from course_utils.runtime import resolve_device
-from course_utils.seq2seq import Seq2Seq, teacher_forced_input
 
-__all__ = ["TrainConfig", "History", "MIN_USABLE_PAIRS", "enough_pairs_problem", "StepResult", "train_step",
-           "training_graphs", "train_epoch", "sample_pairs", "make_optimizer", "train", "average_weights"]
+if TYPE_CHECKING:
+    from course_utils.seq2seq import Translator
+
+__all__ = ["TrainConfig", "History", "enough_pairs_problem", "train_step",
+           "train_epoch", "sample_pairs", "make_optimizer", "train"]
 
 
 # ------------------------------------------------------------------------------------------------------ configs
@@ -82,18 +67,12 @@ class TrainConfig:
 
 @dataclass
 class History:
-    """Per-epoch numbers of one training run, for plotting (viz.plot_history). Introduced in notebook 05.
+    """Per-epoch numbers of one training run, for plotting (viz.plot_history). Introduced in notebook 05."""
 
-    train_loss: mean NLL per target token over the epoch's batches (without label smoothing); dev_loss: the same
-    on the dev set (teacher forced, no dropout); dev_bleu: corpus BLEU of greedy translations of the dev set (nan
-    when not computed);
-    epoch_seconds: training time of the epoch (evaluation excluded).
-    """
-
-    train_loss: list[float] = field(default_factory=list)
-    dev_loss: list[float] = field(default_factory=list)
-    dev_bleu: list[float] = field(default_factory=list)
-    epoch_seconds: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)  # mean NLL per target token (without label smoothing)
+    dev_loss: list[float] = field(default_factory=list)  # the same on the dev set (teacher forced, no dropout)
+    dev_bleu: list[float] = field(default_factory=list)  # corpus BLEU of greedy dev translations (nan: not computed)
+    epoch_seconds: list[float] = field(default_factory=list)  # training time (evaluation excluded)
 
     @property
     def epochs(self) -> int:
@@ -118,12 +97,12 @@ class History:
 
 
 # ------------------------------------------------------------------------------------------------- enough data
-MIN_USABLE_PAIRS = 20  # fewer kept pairs cannot fill a training batch and still leave dev and test pairs
+_MIN_USABLE_PAIRS = 20  # fewer kept pairs cannot fill a training batch and still leave dev and test pairs
 
 
-def enough_pairs_problem(data: CourseData, minimum: int = MIN_USABLE_PAIRS) -> str | None:
+def enough_pairs_problem(data: CourseData, minimum: int = _MIN_USABLE_PAIRS) -> str | None:
     """None when `data` has enough usable pairs to train and evaluate on; else a one-line message that says how many
-    usable pairs it has, how many are needed, and how to get more. Used by the package, not a notebook."""
+    usable pairs it has, how many are needed, and how to get more."""
     splits = data.splits
     if len(data.pairs) >= minimum and splits.train and splits.dev and splits.test:
         return None
@@ -134,96 +113,40 @@ def enough_pairs_problem(data: CourseData, minimum: int = MIN_USABLE_PAIRS) -> s
 
 
 # ---------------------------------------------------------------------------------------------------- the loop
-class StepResult(NamedTuple):
-    """What one `train_step` did: the plain NLL per real target token (also when the optimised loss is
-    label-smoothed, so it compares with the dev loss) and the number of real target tokens in the batch.
-
-    Introduced in notebook 05.
-    """
+class _StepResult(NamedTuple):
+    """One train_step: the plain NLL per real target token (comparable with the dev loss), and their number."""
 
     loss: float
     tokens: int
 
 
-def train_step(model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
-               graphs: DecoderGraphs | None = None) -> StepResult:
-    """One optimisation step on one batch: forward (teacher forcing per `config`), masked loss (label-smoothed per
-    `config`), backward, gradient clipping (when config.clip > 0), optimizer step. With a decoder's fast path the
-    loss reads the log-probabilities of the real target steps only (`_real_log_probs`): the same loss as over
-    Seq2Seq.forward's (B, T, V), up to float rounding, without the padding's work.
-
-    Args:
-        model: a Seq2Seq in train mode, on the device of `batch`.
-        batch: Batch(src (B, S), src_lengths (B,), src_mask (B, S), tgt (B, T), tgt_lengths (B,)).
-        optimizer: e.g. make_optimizer(model, config).
-        config: teacher_forcing_ratio, label_smoothing and clip are read from it.
-        graphs: on a GPU, the decoder's side recorded as CUDA graphs (cuda_graphs.DecoderGraphs, built by `train`):
-            the encoder runs as usual, the decoder and the loss are replayed. None: Seq2Seq.forward, as written.
-    Returns:
-        StepResult(loss, tokens): the loss is the plain NLL per target token, comparable with the dev loss.
-
-    Introduced in notebook 05.
+def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
+               graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> _StepResult:
+    """One optimisation step on `batch` (on the model's device): the loss of `fast.training_loss` (teacher forcing
+    and label smoothing per `config`), backward, clipping (config.clip > 0), optimizer step. `graphs`: the CUDA
+    graphs `train` records on a GPU; fast_paths=False: the decoder's own forward (to compare the two). Returns the
+    plain NLL per target token and the token count. Introduced in notebook 05.
     """
-    if graphs is None:
-        log_probs, tgt = _real_log_probs(model, batch, config.teacher_forcing_ratio)  # (1, N, V), (1, N); or (B, T, .)
-        loss = masked_nll_loss(log_probs, tgt, label_smoothing=config.label_smoothing)
-        nll = masked_nll_loss(log_probs.detach(), tgt) if config.label_smoothing > 0 else loss.detach()
-    else:
-        encoded = model.encoder(batch.src, batch.src_lengths)  # keys (B, S, K), final (B, H)
-        loss, nll = graphs(encoded.outputs, batch.src_mask, encoded.final, batch.tgt)
+    loss, nll = training_loss(model, batch, config, graphs, fast_paths)
     optimizer.zero_grad(set_to_none=True)
-    with quiet_stream_warning() if graphs is not None else contextlib.nullcontext():
+    with quiet_stream_warning():
         loss.backward()
     if config.clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
     optimizer.step()
-    return StepResult(nll.item(), int(batch.tgt_lengths.sum()))
+    return _StepResult(nll.item(), int(batch.tgt_lengths.sum()))
 
 
-def _real_log_probs(model: Seq2Seq, batch: Batch, teacher_forcing_ratio: float) -> tuple[Tensor, Tensor]:
-    """The log-probabilities and targets train_step's loss reads: with a decoder fast path, of the N real target
-    steps only, (1, N, V) and (1, N) (the loss never touches the padding: no (B, T, V) tensor of zeros, nor its
-    gradient); else Seq2Seq.forward's (B, T, V) and batch.tgt (B, T). The same loss either way, up to rounding."""
-    memory, state = model.encode(batch.src, batch.src_lengths)  # keys (B, S, K), hidden (B, H)
-    log_probs = model.decoder(teacher_forced_input(batch.tgt), state, memory, teacher_forcing_ratio,
-                              batch.tgt_lengths, packed=True).log_probs  # (N, V), or (B, T, V) from the step loop
-    if log_probs.dim() == 3:
-        return log_probs, batch.tgt
-    steps = batch.tgt.shape[1]
-    real = (torch.arange(steps) < batch.tgt_lengths.cpu().unsqueeze(1)).flatten()  # (B * T,) on the CPU
-    index = real.nonzero().squeeze(1).to(batch.tgt.device)  # (N,) the real steps, row by row
-    return log_probs.unsqueeze(0), batch.tgt.flatten().index_select(0, index).unsqueeze(0)  # (1, N, V), (1, N)
-
-
-def training_graphs(model: Seq2Seq, config: TrainConfig, loader: Iterable[Batch]) -> DecoderGraphs | None:
-    """The CUDA graphs `train_step` replays (recorded from one pass over `loader`), or None: on the CPU, or with
-    config.cuda_graphs off. Used by the package, not a notebook."""
-    if not config.cuda_graphs or model.device.type != "cuda":
-        return None
-    return DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)
-
-
-def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
+def train_epoch(model: Translator, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
                 deadline: float | None = None, desc: str = "train", progress: bool = True,
                 graphs: DecoderGraphs | None = None) -> float:
-    """One pass of `train_step` over `loader`. Returns the mean plain NLL per target token of the epoch.
-
-    Args:
-        model: a Seq2Seq (put in train mode here).
-        loader: yields Batch(src (B, S), src_lengths (B,), src_mask, tgt (B, T), tgt_lengths) (data.make_loader);
-            iterated exactly once, and its len() sizes the progress bar.
-        optimizer: e.g. Adam over model.parameters().
-        config: what train_step reads (teacher_forcing_ratio, label_smoothing, clip).
-        deadline: time.perf_counter() value after which the epoch stops early (time budget).
-        desc, progress: the tqdm bar's label and whether to show it.
-        graphs: passed to every train_step (CUDA graphs of the decoder's side; None: none).
-
+    """`train_step` over every batch of `loader` (iterated once; len() sizes the tqdm bar), the model in train mode,
+    stopping early after time.perf_counter() passes `deadline`. Returns the epoch's mean plain NLL per target token.
     Introduced in notebook 05.
     """
     model.train()
     total_loss, total_tokens = 0.0, 0
-    # tqdm(loader) would call iter(loader) once more in its constructor: a bucketed loader would reshuffle twice per
-    # epoch. So the bar only counts, and the loader is iterated exactly once.
+    # the bar only counts: tqdm(loader) would iterate the loader once more (a bucketed loader would reshuffle twice)
     bar = tqdm(total=len(loader), desc=desc, leave=False, disable=not progress, mininterval=0.5)
     for batch in loader:
         result = train_step(model, batch.to(model.device), optimizer, config, graphs)
@@ -238,18 +161,15 @@ def train_epoch(model: Seq2Seq, loader: Iterable[Batch], optimizer: torch.optim.
 
 
 def sample_pairs(pairs: Sequence[Pair], count: int | None, seed: int) -> list[Pair]:
-    """A seeded random sample of `count` pairs, in their original order (all of them when count is None).
-
-    Not the first `count`: the splits keep corpus order, which is roughly shortest first, so a prefix would be a
-    biased subset. Introduced in notebook 05.
-    """
+    """A seeded random sample of `count` pairs (all when None), in corpus order: not a prefix, which would be biased
+    (the splits run roughly shortest first). Introduced in notebook 05."""
     if count is None or count >= len(pairs):
         return list(pairs)
     chosen = sorted(random.Random(seed).sample(range(len(pairs)), count))
     return [pairs[index] for index in chosen]
 
 
-def make_optimizer(model: Seq2Seq, config: TrainConfig) -> torch.optim.Optimizer:
+def make_optimizer(model: Translator, config: TrainConfig) -> torch.optim.Optimizer:
     """Adam over all parameters (the fused kernel where PyTorch has one). Introduced in notebook 05."""
     try:
         return torch.optim.Adam(model.parameters(), lr=config.learning_rate, fused=True)
@@ -257,25 +177,13 @@ def make_optimizer(model: Seq2Seq, config: TrainConfig) -> torch.optim.Optimizer
         return torch.optim.Adam(model.parameters(), lr=config.learning_rate)
 
 
-def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool = True,
+def train(model: Translator, data: CourseData, config: TrainConfig, progress: bool = True,
           log: Callable[[str], None] | None = print) -> History:
-    """Train `model` on data.splits.train; after every epoch measure dev loss and dev BLEU. Returns a History.
-
-    The loop, in full: seed; Adam; for each epoch: train_epoch (a tqdm bar with the running loss), then evaluate
-    on the dev set, log one line, decay the learning rate; stop early when `config.time_budget` is spent. With
-    `config.average_last` = N > 1 the model ends with the mean of its weights after each of the last N epochs.
-    The model is moved to config.device ("auto": CUDA when present).
-
-    Args:
-        model: a Seq2Seq built for data's vocabularies.
-        data: CourseData (splits and vocabularies).
-        config: TrainConfig.
-        progress: show tqdm bars.
-        log: called with one line per epoch (None: silent).
-    Raises:
-        ValueError: the train or dev split is empty (before any training), or config.device is unusable.
-
-    Introduced in notebook 05.
+    """Train `model` (built for data's vocabularies, moved to config.device) on data.splits.train: seed, Adam, then
+    per epoch train_epoch, dev loss and dev BLEU, one `log` line (None: silent), learning-rate decay; stop when
+    config.time_budget is spent. With config.average_last = N > 1 the model ends with the mean of its weights
+    after each of the last N epochs. Returns a History. Raises ValueError, before any training, when the train or
+    dev split is empty or config.device is unusable. Introduced in notebook 05.
     """
     model.config.check_vocabularies(data.src_vocab, data.tgt_vocab)
     if not data.splits.train or not data.splits.dev:  # refuse before training, not after the first epoch
@@ -316,7 +224,7 @@ def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool 
                 log(f"time budget of {config.time_budget:.0f} s spent after {epoch} epoch(s); stopping")
             break
     if len(snapshots) > 1:
-        model.load_state_dict(average_weights(list(snapshots)))
+        model.load_state_dict(_average_weights(list(snapshots)))
         if log is not None:
             result = evaluate(model, dev_pairs, data.src_vocab, data.tgt_vocab, config.eval_batch_size,
                               bleu=config.eval_bleu)
@@ -325,8 +233,8 @@ def train(model: Seq2Seq, data: CourseData, config: TrainConfig, progress: bool 
     return history
 
 
-def average_weights(state_dicts: list[dict]) -> dict:
-    """The element-wise mean of several state_dicts of one model (checkpoint averaging). Introduced in notebook 05."""
+def _average_weights(state_dicts: list[dict]) -> dict:
+    """The element-wise mean of several state_dicts of one model (checkpoint averaging)."""
     averaged = {}
     for key, value in state_dicts[0].items():
         if value.is_floating_point():

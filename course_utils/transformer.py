@@ -5,14 +5,13 @@ Read it top to bottom, as in notebook 09:
     scaled_dot_attention   softmax(q k^T / sqrt(Dh)) v, masked: the Luong scaled dot of notebook 04, with values
     MultiHeadAttention     `heads` of them side by side: project, split (view, then transpose), attend, merge
     sinusoidal_positions   the fixed position signal of Vaswani et al. (2017), added to the embeddings
-    EncoderLayer, DecoderLayer   pre-LN blocks: x + attention(LN(x)), then x + feed-forward(LN(x))
-    TransformerSeq2Seq     encode / decoder.step / forward, the interface of seq2seq.Seq2Seq
+    _EncoderLayer, _DecoderLayer   pre-LN blocks: x + attention(LN(x)), then x + feed-forward(LN(x))
+    TransformerSeq2Seq     encode / decoder.step / forward: a seq2seq.Translator, as Seq2Seq is
 
-Conventions of course_utils.attention: masks are True on real tokens (where attending is allowed); scorers return
-(context, weights). Letters: B batch, S source length, T target length, H model width (d_model), V vocabulary, plus
-h heads of Dh = H / h each. The decoder's state is its cache: the keys and values of every earlier target position,
-per layer, so one `step` costs one position, not the whole prefix. Cross-attention weights of a step are (B, S): the
-last layer's, averaged over heads; `cross_attention_heads` gives them per layer and head (`plot_heads` draws them).
+Masks are True where attending is allowed; scorers return (context, weights). H is the model width (d_model), h
+heads of Dh = H / h each. The decoder's state is its cache (every earlier target position's keys and values, per
+layer), so one `step` costs one position. A step's cross-attention weights (B, S) are the last layer's, averaged
+over heads; `cross_attention_heads` gives them per layer and head (`plot_heads` draws them).
 
 The dispatch between the two architectures (build_model, config_from_dict) is course_utils.zoo's.
 Introduced in notebook 09.
@@ -29,11 +28,11 @@ from torch import Tensor, nn
 
 from course_utils.attention import AttentionOutput
 from course_utils.decoder import DecoderOutput, StepOutput
+from course_utils.runtime import eval_mode
 from course_utils.seq2seq import ModelConfig, Seq2SeqOutput, teacher_forced_input
 
-__all__ = ["TransformerConfig", "scaled_dot_attention",
-           "causal_mask", "MultiHeadAttention", "sinusoidal_positions", "EncoderLayer", "DecoderLayer",
-           "TransformerMemory", "TransformerState", "TransformerDecoder", "TransformerSeq2Seq", "plot_heads"]
+__all__ = ["TransformerConfig", "scaled_dot_attention", "causal_mask", "MultiHeadAttention", "sinusoidal_positions",
+           "TransformerSeq2Seq", "plot_heads"]
 
 
 @dataclass
@@ -74,10 +73,8 @@ class TransformerConfig:
 
 # ------------------------------------------------------------------------------------------------ attention
 def scaled_dot_attention(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
-    """softmax(q k^T / sqrt(Dh)) v over the last two axes.
-
-    query (..., T, Dh), keys (..., S, Dh), values (..., S, Dv); mask broadcastable to (..., T, S), True where a
-    query may look (every row needs one True). Returns AttentionOutput(context (..., T, Dv), weights (..., T, S)).
+    """softmax(q k^T / sqrt(Dh)) v: query (..., T, Dh), keys (..., S, Dh), values (..., S, Dv), mask broadcastable
+    to (..., T, S), True where a query may look -> AttentionOutput(context (..., T, Dv), weights (..., T, S)).
     Introduced in notebook 09.
     """
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., T, S)
@@ -146,9 +143,8 @@ def _feed_forward(config: TransformerConfig) -> nn.Sequential:
                          nn.Linear(config.ff_size, config.hidden_size))
 
 
-class EncoderLayer(nn.Module):
-    """Pre-LN: x + SelfAttention(LN(x)), then x + FF(LN(x)). forward(x (B, S, H), mask (B, S)) -> (B, S, H).
-    Introduced in notebook 09."""
+class _EncoderLayer(nn.Module):
+    """Pre-LN: x + SelfAttention(LN(x)), then x + FF(LN(x)). forward(x (B, S, H), mask (B, S)) -> (B, S, H)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -162,11 +158,11 @@ class EncoderLayer(nn.Module):
         return x + self.dropout(self.feed_forward(self.norm2(x)))  # (B, S, H)
 
 
-class DecoderLayer(nn.Module):
+class _DecoderLayer(nn.Module):
     """Pre-LN: causal self-attention over the cache and the new positions, cross-attention, feed-forward.
 
     forward(x (B, T, H), cache (k, v) of (B, h, T0, Dh) each, cross (k, v) of (B, h, S, Dh), src_mask (B, S)) ->
-    (x (B, T, H), new cache (B, h, T0 + T, Dh) each, cross weights (B, h, T, S)). Introduced in notebook 09.
+    (x (B, T, H), new cache (B, h, T0 + T, Dh) each, cross weights (B, h, T, S)).
     """
 
     def __init__(self, config: TransformerConfig):
@@ -190,23 +186,22 @@ class DecoderLayer(nn.Module):
 
 
 # ------------------------------------------------------------------------------------------- memory and state
-class TransformerMemory(NamedTuple):
-    """What the decoder reads of one source batch, prepared once (the seq2seq Memory's role).
-    Introduced in notebook 09."""
+class _TransformerMemory(NamedTuple):
+    """What the decoder reads of one source batch, prepared once (the seq2seq Memory's role)."""
 
     keys: Tensor  # (B, S, H) the encoder's output
     mask: Tensor  # (B, S) bool, True on real source tokens
     cross: tuple[tuple[Tensor, Tensor], ...]  # per decoder layer: its cross-attention keys, values (B, h, S, Dh)
 
-    def index_select(self, index: Tensor) -> TransformerMemory:
+    def index_select(self, index: Tensor) -> _TransformerMemory:
         """Pick or repeat batch rows, index (N,) long (beam search)."""
         pick = lambda t: t.index_select(0, index)  # noqa: E731
-        return TransformerMemory(pick(self.keys), pick(self.mask), tuple((pick(k), pick(v)) for k, v in self.cross))
+        return _TransformerMemory(pick(self.keys), pick(self.mask), tuple((pick(k), pick(v)) for k, v in self.cross))
 
 
-class TransformerState(NamedTuple):
+class _TransformerState(NamedTuple):
     """The decoder's state between steps is its cache: per layer, the self-attention keys and values of every
-    target position so far, (B, h, T0, Dh) each (T0 = 0 before the first step). Introduced in notebook 09."""
+    target position so far, (B, h, T0, Dh) each (T0 = 0 before the first step)."""
 
     cache: tuple[tuple[Tensor, Tensor], ...]
 
@@ -215,9 +210,9 @@ class TransformerState(NamedTuple):
         """T0, the number of target positions already decoded."""
         return self.cache[0][0].shape[2]
 
-    def index_select(self, index: Tensor) -> TransformerState:
+    def index_select(self, index: Tensor) -> _TransformerState:
         """Pick or repeat batch rows, index (N,) long (beam search)."""
-        return TransformerState(tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in self.cache))
+        return _TransformerState(tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in self.cache))
 
 
 class _Embed(nn.Module):
@@ -237,22 +232,20 @@ class _Embed(nn.Module):
         return self.dropout(x)
 
 
-class TransformerDecoder(nn.Module):
-    """Embedding + positions, `layers` DecoderLayers, a final LayerNorm, an output layer tied to the embedding.
+class _TransformerDecoder(nn.Module):
+    """Embedding + positions, `layers` _DecoderLayers, a final LayerNorm, an output layer tied to the embedding.
 
     step(prev_tokens (B,), state, memory) -> StepOutput(log_probs (B, V), state (cache one longer), weights (B, S)).
     run(tgt_in (B, T), state, memory) -> (log_probs (B, T, V), state, cross weights (layers, B, h, T, S)).
-    forward(tgt_in (B, T), state, memory, teacher_forcing_ratio=1.0, lengths=None, packed=False) -> DecoderOutput
-        (log_probs (B, T, V), weights (B, T, S), state): the GRU decoders' call; all T positions at once, so only
-        teacher forcing 1.0 exists; lengths and packed are accepted and change nothing (padding is in the output).
-        Introduced in notebook 09.
+    forward(tgt_in (B, T), state, memory, teacher_forcing_ratio=1.0) -> DecoderOutput(log_probs (B, T, V), weights
+        (B, T, S), state): the GRU decoders' call; all T positions at once, so only teacher forcing 1.0 exists.
     """
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config, self.output_size = config, config.tgt_vocab_size
         self.embed = _Embed(config.tgt_vocab_size, config)
-        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.layers))
+        self.layers = nn.ModuleList(_DecoderLayer(config) for _ in range(config.layers))
         self.norm = nn.LayerNorm(config.hidden_size)
         self.out = nn.Linear(config.hidden_size, config.tgt_vocab_size)
         self.out.weight = self.embed.embedding.weight  # tied: one (V, H) matrix reads and writes English words
@@ -260,18 +253,18 @@ class TransformerDecoder(nn.Module):
     def check_source_length(self, source_length: int) -> None:
         """Any length: sinusoidal positions have no table to run out of (search.py asks every decoder)."""
 
-    def prepare_memory(self, keys: Tensor, mask: Tensor) -> TransformerMemory:
-        """keys (B, S, H), mask (B, S) -> TransformerMemory with every layer's cross keys and values computed once."""
-        return TransformerMemory(keys, mask, tuple(layer.cross_attention.project_kv(keys) for layer in self.layers))
+    def prepare_memory(self, keys: Tensor, mask: Tensor) -> _TransformerMemory:
+        """keys (B, S, H), mask (B, S) -> _TransformerMemory with every layer's cross keys and values computed once."""
+        return _TransformerMemory(keys, mask, tuple(layer.cross_attention.project_kv(keys) for layer in self.layers))
 
-    def init_state(self, batch_size: int, device: torch.device) -> TransformerState:
-        """An empty cache: (B, h, 0, Dh) keys and values per layer."""
-        empty = torch.zeros(batch_size, self.config.heads, 0, self.config.hidden_size // self.config.heads,
-                            device=device)
-        return TransformerState(tuple((empty, empty) for _ in self.layers))
+    def init_state(self, encoder_final: Tensor) -> _TransformerState:
+        """The encoder's output (B, S, H) -> an empty cache, (B, h, 0, Dh) keys and values per layer."""
+        empty = encoder_final.new_zeros(encoder_final.shape[0], self.config.heads, 0,
+                                        self.config.hidden_size // self.config.heads)
+        return _TransformerState(tuple((empty, empty) for _ in self.layers))
 
-    def run(self, tgt_in: Tensor, state: TransformerState,
-            memory: TransformerMemory) -> tuple[Tensor, TransformerState, Tensor]:
+    def run(self, tgt_in: Tensor, state: _TransformerState,
+            memory: _TransformerMemory) -> tuple[Tensor, _TransformerState, Tensor]:
         x = self.embed(tgt_in, start=state.position)  # (B, T, H)
         caches, weights = [], []
         for layer, cache, cross in zip(self.layers, state.cache, memory.cross):
@@ -279,29 +272,32 @@ class TransformerDecoder(nn.Module):
             caches.append(cache)
             weights.append(cross_weights)
         log_probs = F.log_softmax(self.out(self.norm(x)), dim=-1)  # (B, T, V)
-        return log_probs, TransformerState(tuple(caches)), torch.stack(weights)  # weights (layers, B, h, T, S)
+        return log_probs, _TransformerState(tuple(caches)), torch.stack(weights)  # weights (layers, B, h, T, S)
 
-    def forward(self, tgt_in: Tensor, state: TransformerState, memory: TransformerMemory,
-                teacher_forcing_ratio: float = 1.0, lengths: Tensor | None = None,
-                packed: bool = False) -> DecoderOutput:
+    def forward(self, tgt_in: Tensor, state: _TransformerState, memory: _TransformerMemory,
+                teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
         if teacher_forcing_ratio != 1.0:
             raise ValueError(f"a Transformer decoder reads the gold prefix at every position (teacher forcing "
                              f"1.0); got teacher_forcing_ratio={teacher_forcing_ratio}: set it to 1.0")
         log_probs, state, weights = self.run(tgt_in, state, memory)  # (B, T, V), ..., (layers, B, h, T, S)
         return DecoderOutput(log_probs, weights[-1].mean(dim=1), state)  # weights (B, T, S)
 
-    def step(self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory) -> StepOutput:
+    def step(self, prev_tokens: Tensor, state: _TransformerState, memory: _TransformerMemory,
+             weights: Tensor | None = None) -> StepOutput:
+        if weights is not None:
+            raise ValueError("a Transformer attends with h heads in every layer, not one (B, S) row: replace the "
+                             "weights of a Bahdanau or Luong decoder")
         log_probs, state, weights = self.run(prev_tokens.unsqueeze(1), state, memory)  # (B, 1, V)
         return StepOutput(log_probs.squeeze(1), state, weights[-1, :, :, 0].mean(dim=1))  # (B, V), (B, S)
 
 
 class TransformerSeq2Seq(nn.Module):
-    """Encoder + decoder with Seq2Seq's interface (search, translate, train, evaluate, checkpoints use it as is).
+    """Encoder + decoder, a seq2seq.Translator as Seq2Seq is (search, translate, train, evaluate, checkpoints).
 
-    encode(src (B, S), src_lengths (B,)) -> (TransformerMemory, TransformerState (an empty cache)).
-    forward(src, src_lengths, tgt (B, T), teacher_forcing_ratio=1.0, tgt_lengths=None) -> Seq2SeqOutput(log_probs
-        (B, T, V), attention (B, T, S): the last layer's cross-attention averaged over heads). All T positions run
-        at once under the causal mask, so only teacher forcing (ratio 1.0) exists; tgt_lengths is accepted and unused.
+    encode(src (B, S), src_lengths (B,)) -> (_TransformerMemory, _TransformerState (an empty cache)).
+    forward(src, src_lengths, tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput(log_probs (B, T, V),
+        attention (B, T, S): the last layer's cross-attention averaged over heads). All T positions run at once
+        under the causal mask, so only teacher forcing (ratio 1.0) exists.
     cross_attention_heads(src_ids (S,), output_ids (T,)) -> (layers, h, T, S), for plot_heads.
     Introduced in notebook 09.
     """
@@ -313,26 +309,28 @@ class TransformerSeq2Seq(nn.Module):
                              "from recipe.model_config(data.src_vocab, data.tgt_vocab)")
         self.config = config
         self.embed = _Embed(config.src_vocab_size, config)
-        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.layers))
+        self.encoder_layers = nn.ModuleList(_EncoderLayer(config) for _ in range(config.layers))
         self.encoder_norm = nn.LayerNorm(config.hidden_size)
-        self.decoder = TransformerDecoder(config)
+        self.decoder = _TransformerDecoder(config)
 
     @property
     def device(self) -> torch.device:
         return self.embed.embedding.weight.device
 
-    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[TransformerMemory, TransformerState]:
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[_TransformerMemory, _TransformerState]:
         if src.device != self.device:
             raise ValueError(f"src is on {src.device} but the model is on {self.device}: move the batch first")
-        mask = torch.arange(src.shape[1], device=src.device) < src_lengths.to(src.device).unsqueeze(1)  # (B, S)
+        from course_utils.data import lengths_to_mask  # here: importing the models loads no data pipeline
+
+        mask = lengths_to_mask(src_lengths.to(src.device), src.shape[1])  # (B, S)
         x = self.embed(src)  # (B, S, H)
         for layer in self.encoder_layers:
             x = layer(x, mask)  # (B, S, H)
-        memory = self.decoder.prepare_memory(self.encoder_norm(x), mask)
-        return memory, self.decoder.init_state(src.shape[0], src.device)
+        keys = self.encoder_norm(x)  # (B, S, H)
+        return self.decoder.prepare_memory(keys, mask), self.decoder.init_state(keys)
 
-    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor, teacher_forcing_ratio: float = 1.0,
-                tgt_lengths: Tensor | None = None) -> Seq2SeqOutput:
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt: Tensor,
+                teacher_forcing_ratio: float = 1.0) -> Seq2SeqOutput:
         memory, state = self.encode(src, src_lengths)
         decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio)  # (B, T, V)
         return Seq2SeqOutput(decoded.log_probs, decoded.weights)  # attention (B, T, S)
@@ -340,11 +338,10 @@ class TransformerSeq2Seq(nn.Module):
     @torch.no_grad()
     def cross_attention_heads(self, src_ids: Tensor, output_ids: Tensor) -> Tensor:
         """One sentence, teacher-forced: src_ids (S,), output_ids (T,) -> cross weights (layers, h, T, S)."""
-        was_training = self.training
-        self.eval()
-        memory, state = self.encode(src_ids.to(self.device).unsqueeze(0), torch.tensor([src_ids.numel()]))
-        _, _, weights = self.decoder.run(teacher_forced_input(output_ids.to(self.device).unsqueeze(0)), state, memory)
-        self.train(was_training)
+        with eval_mode(self):
+            memory, state = self.encode(src_ids.to(self.device).unsqueeze(0), torch.tensor([src_ids.numel()]))
+            tgt_in = teacher_forced_input(output_ids.to(self.device).unsqueeze(0))  # (1, T)
+            _, _, weights = self.decoder.run(tgt_in, state, memory)  # (layers, 1, h, T, S)
         return weights[:, 0].cpu()  # (layers, h, T, S)
 
 

@@ -14,10 +14,10 @@ from course_utils.attention import (
     DotAttention,
     GeneralAttention,
     ScaledDotAttention,
+    _needs_equal_sizes,
     check_key_size,
     make_attention,
     masked_softmax,
-    needs_equal_sizes,
 )
 
 B, T, S, HQ, K, A = 3, 4, 5, 6, 6, 7
@@ -242,7 +242,7 @@ def test_dot_scorers_name_the_size_mismatch(kind):
 
 
 def test_the_dot_rule_is_one_function_that_names_the_problem_and_the_fix():
-    assert [kind for kind in ATTENTION_SCORES if needs_equal_sizes(kind)] == ["dot", "scaled_dot"]
+    assert [kind for kind in ATTENTION_SCORES if _needs_equal_sizes(kind)] == ["dot", "scaled_dot"]
     for kind in ATTENTION_SCORES:
         check_key_size(kind, 4, 4)  # equal sizes: every scorer
     check_key_size("general", 4, 8)  # a scorer with a W maps between the sizes

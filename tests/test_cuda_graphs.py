@@ -7,9 +7,9 @@ import pytest
 import torch
 from helpers import fixed_batch, tiny_config
 
-from course_utils import train
-from course_utils.cuda_graphs import DecoderGraphs, DecoderLoss
+from course_utils import fast, train
 from course_utils.data import make_loader
+from course_utils.fast.cuda_graphs import DecoderGraphs, _DecoderLoss
 from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq
 
@@ -29,7 +29,7 @@ def test_decoder_loss_gives_the_loss_and_gradients_of_the_whole_model(tiny_cours
     model.zero_grad(set_to_none=True)
 
     encoded = model.encoder(batch.src, batch.src_lengths)
-    loss, nll = DecoderLoss(model.decoder, 1.0, label_smoothing)(encoded.outputs, batch.src_mask, encoded.final,
+    loss, nll = _DecoderLoss(model.decoder, 1.0, label_smoothing)(encoded.outputs, batch.src_mask, encoded.final,
                                                                batch.tgt)
     loss.backward()
     torch.testing.assert_close(loss, expected, rtol=0, atol=0)
@@ -47,7 +47,7 @@ def test_train_step_through_the_decoders_side_equals_the_plain_step(tiny_course_
     config = train.TrainConfig(learning_rate=1e-2, label_smoothing=0.1, teacher_forcing_ratio=0.5)
     batch = fixed_batch(tiny_course_data, tiny_course_data.splits.train[:9])
     results = []
-    for model, graphs in ((plain, None), (split, DecoderLoss(split.decoder, 0.5, 0.1))):
+    for model, graphs in ((plain, None), (split, _DecoderLoss(split.decoder, 0.5, 0.1))):
         optimizer = train.make_optimizer(model, config)
         torch.manual_seed(1)  # the same dropout masks and teacher-forcing coins for both
         results.append([train.train_step(model, batch, optimizer, config, graphs) for _ in range(3)])
@@ -66,9 +66,9 @@ def test_training_on_the_cpu_records_no_graphs(tiny_course_data, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("DecoderGraphs built for a CPU run")
 
-    monkeypatch.setattr(train, "DecoderGraphs", refuse)
+    monkeypatch.setattr(fast, "DecoderGraphs", refuse)
     assert train.TrainConfig().cuda_graphs  # on by default: it only matters on a GPU
-    assert train.training_graphs(Seq2Seq(tiny_config(tiny_course_data)), train.TrainConfig(), []) is None
+    assert fast.training_graphs(Seq2Seq(tiny_config(tiny_course_data)), train.TrainConfig(), []) is None
     torch.manual_seed(0)
     history = train.train(Seq2Seq(tiny_config(tiny_course_data)), tiny_course_data,
                           train.TrainConfig(epochs=1, batch_size=8, device="cpu", eval_bleu=False), progress=False)
@@ -94,7 +94,7 @@ def test_replayed_graphs_train_like_the_module_they_record(tiny_course_data, att
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         graphs = DecoderGraphs(graphed, 1.0, 0.1, batches)
-        for model, step_graphs in ((eager, DecoderLoss(eager.decoder, 1.0, 0.1)), (graphed, graphs)):
+        for model, step_graphs in ((eager, _DecoderLoss(eager.decoder, 1.0, 0.1)), (graphed, graphs)):
             optimizer = train.make_optimizer(model, config)
             losses[step_graphs is graphs] = [
                 train.train_step(model, batch.to("cuda"), optimizer, config, step_graphs).loss

@@ -1,5 +1,5 @@
 """Tests for course_utils.decoder: the shared step interface, each decoder's defining behaviour, the Luong fast
-path, teacher forcing, the 2017 location-based exhibit, gradients."""
+path (course_utils.fast), teacher forcing, the 2017 location-based exhibit, gradients."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,6 +15,7 @@ from course_utils.decoder import (
     Memory,
     StepOutput,
 )
+from course_utils.fast.recurrences import FastDecoder
 from course_utils.vocab import PAD_ID, SOS_ID
 
 B, S, T, V, E, H, MAXLEN = 3, 5, 4, 11, 6, 8, 7
@@ -239,6 +240,20 @@ def test_location_default_slots_are_the_corpus_filter():
     assert AttnDecoderRNN(H, V).max_source_length == MAX_LENGTH  # every sentence the course keeps fits
 
 
+@pytest.mark.parametrize("kind", ["bahdanau", "general", "general+feeding", "location"])
+def test_weights_given_to_a_step_replace_the_scorers_for_that_step(kind):
+    decoder = build(kind)
+    memory, state, tgt_in = start(decoder)
+    own = decoder.step(tgt_in[:, 0], state, memory)
+    assert_close(decoder.step(tgt_in[:, 0], state, memory, own.weights).log_probs, own.log_probs)  # its own: same
+    uniform = memory.mask.float() / memory.mask.sum(dim=1, keepdim=True)  # (B, S) 1 / S on the real tokens
+    replaced = decoder.step(tgt_in[:, 0], state, memory, uniform)
+    assert torch.equal(replaced.weights, uniform)
+    assert not torch.allclose(replaced.log_probs, own.log_probs)
+    with pytest.raises(ValueError, match="no attention"):
+        build("none").step(tgt_in[:, 0], state, memory, uniform)
+
+
 # ---------------------------------------------------------------- Bahdanau: attend, then step
 
 def test_bahdanau_attends_with_the_previous_state_and_projects_keys_once():
@@ -276,7 +291,7 @@ def test_luong_fast_path_equals_the_step_loop(score, key_size):
     decoder = build(score, key_size)
     memory, state, tgt_in = start(decoder, key_size)
     gru_calls = call_counter(decoder.gru)
-    fast = decoder(tgt_in, state, memory)
+    fast = FastDecoder(decoder)(tgt_in, state, memory)
     assert len(gru_calls) == 1  # one GRU call over the whole target
     loop = decoder.decode_steps(tgt_in, state, memory)
     assert len(gru_calls) == 1 + T
@@ -299,7 +314,7 @@ def test_luong_fast_path_gradients_equal_the_step_loops(score, key_size):
         F.nll_loss(run(tgt_in, state, memory).log_probs.reshape(-1, V), gold.reshape(-1)).backward()
         return {"keys": keys.grad.clone(), **{name: p.grad.clone() for name, p in decoder.named_parameters()}}
 
-    fast, loop = gradients(decoder.forward), gradients(decoder.decode_steps)
+    fast, loop = gradients(FastDecoder(decoder)), gradients(decoder.decode_steps)
     assert fast.keys() == loop.keys() and len(fast) > 3
     for name in fast:
         assert fast[name].abs().sum() > 0, name
@@ -337,7 +352,7 @@ def test_luong_takes_the_step_loop_with_input_feeding_or_sampling():
         decoder = build(kind)
         memory, state, tgt_in = start(decoder)
         gru_calls = call_counter(decoder.gru)
-        decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)
+        FastDecoder(decoder)(tgt_in, state, memory, teacher_forcing_ratio=ratio)
         assert len(gru_calls) == T
 
 

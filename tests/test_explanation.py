@@ -1,5 +1,6 @@
 """course_utils.explanation: each probe against a direct computation on a small untrained model."""
 import math
+import random
 
 import pytest
 import torch
@@ -8,14 +9,13 @@ from torch.testing import assert_close
 from course_utils import alignment, explanation
 from course_utils.explanation import (
     EosMaskedSeq2Seq,
-    ReplacedAttention,
+    _erase_word,
+    _leave_one_out,
+    _ReplacedAttention,
     attributions,
-    erase_word,
     forced_batch,
     kendall_tau,
-    leave_one_out,
     rank_agreement,
-    replaced_attention,
     sink_mass,
 )
 from course_utils.runtime import eval_mode
@@ -88,7 +88,7 @@ def test_leave_one_out_equals_force_decoding_without_the_word(toy):
     gold, data = toy
     model = model_for(data)
     src, out = ids(data, gold[2])
-    loo = leave_one_out(model, src, out)  # (T, S - 1)
+    loo = _leave_one_out(model, src, out)  # (T, S - 1)
     assert loo.shape == (len(out), len(src) - 1)
     target = torch.tensor(out).unsqueeze(1)
     full = force_decode(model, torch.tensor(src), torch.tensor(out)).log_probs.gather(1, target).squeeze(1)
@@ -107,12 +107,22 @@ def test_kendall_tau_by_hand():
 
 
 def test_erase_word_and_erasure_effects_count_the_sentences(toy):
-    assert erase_word(["le", "chat", "noir", "."], 1) == "le noir ."
+    assert _erase_word(["le", "chat", "noir", "."], 1) == "le noir ."
     gold, data = toy
     model = model_for(data)
     effects = explanation.erasure_effects(model, data.src_vocab, data.tgt_vocab, [p.source for p in gold[:6]])
     assert list(effects) == ["most attended", "random", "least attended"]
     assert all(e.sentences == 6 and 0 <= e.changed <= 6 and math.isfinite(e.log_prob_drop) for e in effects.values())
+
+
+def test_erasure_picks_the_most_and_the_least_attended_word_and_never_punctuation():
+    words = ["le", "chat", ",", "noir", "dort"]
+    received = torch.tensor([0.1, 0.3, 0.6, 0.25, 0.05])  # the comma gets the most, but is not a word
+    for seed in range(5):
+        picks = explanation._picks(received, words, random.Random(seed))
+        assert picks["most attended"] == 1 and picks["least attended"] == 4
+        assert picks["random"] in (0, 1, 3, 4)
+    assert explanation._picks(received[:3], ["le", ",", "."], random.Random(0)) is None  # one word: no choice
 
 
 @pytest.mark.parametrize("kind", ["bahdanau", "scaled_dot"])
@@ -121,11 +131,10 @@ def test_uniform_attention_weights_are_uniform_and_the_model_is_restored(toy, ki
     model = model_for(data, kind)
     src, out = ids(data, gold[3])
     before = forced_batch(model, [src], [out]).attention[0]
-    with replaced_attention(model, "uniform"):
-        weights = forced_batch(model, [src], [out]).attention[0]  # (T, S)
+    weights = forced_batch(_ReplacedAttention(model, "uniform"), [src], [out]).attention[0]  # (T, S)
     assert_close(weights, torch.full_like(weights, 1 / len(src)))
     assert_close(forced_batch(model, [src], [out]).attention[0], before)
-    assert not isinstance(model.decoder.attention, ReplacedAttention)
+    assert not isinstance(model.decoder.attention, _ReplacedAttention)
 
 
 @pytest.mark.parametrize("kind", ["bahdanau", "scaled_dot"])
@@ -134,10 +143,10 @@ def test_frozen_attention_repeats_the_first_step_in_training_form_and_in_greedy_
     model = model_for(data, kind)
     src, out = ids(data, gold[4])
     first_step = forced_batch(model, [src], [out]).attention[0][0]  # (S,)
-    with replaced_attention(model, "frozen"):
-        weights = forced_batch(model, [src], [out]).attention[0]  # (T, S): teacher forced
-        with eval_mode(model):
-            decoded = greedy_decode(model, torch.tensor([src]), torch.tensor([len(src)]))
+    frozen = _ReplacedAttention(model, "frozen")
+    weights = forced_batch(frozen, [src], [out]).attention[0]  # (T, S): teacher forced
+    with eval_mode(frozen):
+        decoded = greedy_decode(frozen, torch.tensor([src]), torch.tensor([len(src)]))
     assert_close(weights, first_step.expand_as(weights))
     greedy_weights = decoded.attention[0, :int(decoded.lengths[0]), :len(src)]
     assert_close(greedy_weights, first_step.expand_as(greedy_weights), atol=1e-6, rtol=0)
@@ -146,10 +155,9 @@ def test_frozen_attention_repeats_the_first_step_in_training_form_and_in_greedy_
 def test_replaced_attention_refuses_the_location_exhibit_and_unknown_modes(toy):
     _, data = toy
     with pytest.raises(ValueError, match="no content attention"):
-        with replaced_attention(model_for(data, "location"), "uniform"):
-            pass
+        _ReplacedAttention(model_for(data, "location"), "uniform")
     with pytest.raises(ValueError, match="unknown replacement"):
-        ReplacedAttention(torch.nn.Identity(), "shuffled")
+        _ReplacedAttention(torch.nn.Identity(), "shuffled")
 
 
 def test_sink_mass_by_hand():

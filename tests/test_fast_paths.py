@@ -1,10 +1,11 @@
-"""Tests for the decoders' fast paths and for the absence of host synchronisation in the training forward.
+"""Tests for the decoders' fast paths (course_utils.fast) and for the absence of host synchronisation in the training
+forward.
 
-Fast paths (teacher_forcing_ratio == 1.0): BahdanauDecoder.forward runs its output layer and the embedding half of
-its GRU's input product once over all T steps, outside its loop; LuongDecoder.forward runs the GRU and the
-attention once over all steps. Both must equal the
-plain step loop `decode_steps` (log-probs, attention weights, final state, and every gradient) for any batch size,
-source length and target length, padding included.
+Fast paths (teacher_forcing_ratio == 1.0): Bahdanau's fused recurrence runs the embedding half of its GRU's input
+product once over all T steps and writes the GRU out on its weights; Luong's runs the GRU and the attention once
+over all steps; the packed loss runs the output layer on the real target steps only. Each must equal the plain step
+loop `decode_steps` (log-probs, attention weights, final state, and every gradient) for any batch size, source
+length and target length, padding included.
 
 No host sync: a GPU runs kernels asynchronously; reading a value back to Python (.item(), `if tensor`, .tolist(),
 .cpu()) makes the host wait for the device, once per decoder step if it happens in the loop. On the meta device
@@ -13,10 +14,17 @@ machine. With CUDA, the same forward also runs under torch.cuda.set_sync_debug_m
 """
 import pytest
 import torch
+from helpers import fixed_batch, tiny_config
 from torch.testing import assert_close
 
-from course_utils.attention import masked_softmax, padding_bias
+from course_utils.attention import masked_softmax
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
+from course_utils.fast import training_loss
+from course_utils.fast.packed_loss import packed_log_probs
+from course_utils.fast.recurrences import FastDecoder, _padding_bias, teacher_forced_steps
+from course_utils.loss import masked_nll_loss
+from course_utils.seq2seq import Seq2Seq
+from course_utils.train import TrainConfig
 from course_utils.vocab import SOS_ID
 
 E, H, V = 6, 8, 13
@@ -60,21 +68,33 @@ def make_inputs(B, S, T, lengths, key_size=H, seed=0, device="cpu"):
     return [x.to(device) for x in (keys, mask, encoder_final, tgt_in)]
 
 
-def run(decoder, keys, mask, encoder_final, tgt_in, plain, lengths=None):
-    """Forward (the fast path, given `lengths` or not) or decode_steps (the plain loop), then backward of a loss that
-    reads every output; with `lengths`, it reads the log-probabilities of the real steps only, as training's does.
+def run(decoder, keys, mask, encoder_final, tgt_in, plain, lengths=None, forward=None):
+    """The fast path (FastDecoder; given `lengths`, the packed log-probabilities of the real steps, (N, V)) or
+    decode_steps (the plain loop), then backward of a loss that reads every output; with `lengths`, the plain loop's
+    loss reads the log-probabilities of the real steps only, as training's does.
 
-    Returns the outputs and the gradients of every parameter and of the inputs keys and encoder_final."""
+    `forward`: called instead of FastDecoder(decoder). Returns the outputs and the gradients of every parameter and
+    of the inputs keys and encoder_final."""
     keys = keys.detach().clone().requires_grad_()
     encoder_final = encoder_final.detach().clone().requires_grad_()
     decoder.zero_grad(set_to_none=True)
     memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
-    out = decoder.decode_steps(tgt_in, state, memory) if plain else decoder(tgt_in, state, memory, lengths=lengths)
+    if plain:
+        out = decoder.decode_steps(tgt_in, state, memory)
+    elif lengths is None:
+        out = (forward or FastDecoder(decoder))(tgt_in, state, memory)
+    else:
+        steps = teacher_forced_steps(decoder, tgt_in, state, memory)
+        gold = torch.roll(tgt_in, -1, dims=1)  # any (B, T) ids: only their selection is compared
+        log_probs, _ = packed_log_probs(decoder.output_layer, steps, gold, lengths)  # (1, N, V)
+        out = steps._replace(features=log_probs[0])  # log_probs (N, V), weights, state
+    log_probs = out.features if not plain and lengths is not None else out.log_probs
     generator = torch.Generator().manual_seed(1)  # fixed random weights, so no output can cancel out in the sum
-    read = torch.randn(out.log_probs.shape, generator=generator)  # (B, T, V)
+    read = torch.randn(tgt_in.shape + log_probs.shape[-1:], generator=generator)  # (B, T, V)
     if lengths is not None:
-        read = read * (torch.arange(tgt_in.shape[1]) < lengths.unsqueeze(1)).unsqueeze(-1)  # real steps only
-    loss = (out.log_probs * read).sum()
+        real = torch.arange(tgt_in.shape[1]) < lengths.unsqueeze(1)  # (B, T)
+        read = read[real] if log_probs.dim() == 2 else read * real.unsqueeze(-1)  # real steps only
+    loss = (log_probs * read).sum()
     loss = loss + (out.weights * torch.randn(out.weights.shape, generator=generator)).sum()
     loss = loss + (out.state.hidden * torch.randn(out.state.hidden.shape, generator=generator)).sum()
     loss.backward()
@@ -112,9 +132,9 @@ def test_fast_path_equals_the_step_loop_with_gradients(kind, shape, key_size, tr
 
 @pytest.mark.parametrize("shape", SHAPES[2:], ids=lambda s: "B{}-S{}-T{}".format(*s[:3]))
 @pytest.mark.parametrize("kind", list(FAST))
-def test_with_target_lengths_the_fast_path_skips_the_padded_steps_only(kind, shape):
-    """Given lengths, the output layer runs on the real steps: there everything equals the plain loop (gradients of
-    a loss over the real steps included), and the padded steps' log-probabilities are exactly 0."""
+def test_with_target_lengths_the_packed_path_computes_the_real_steps_only(kind, shape):
+    """Given lengths, the output layer runs on the real steps, row by row: there everything equals the plain loop
+    (gradients of a loss over the real steps included)."""
     B, S, T, lengths = shape
     tgt_lengths = torch.tensor([T - row % T for row in range(B)])  # the longest row is T, the others shorter
     decoder = build(kind, dropout=0.0, train=True)
@@ -122,39 +142,39 @@ def test_with_target_lengths_the_fast_path_skips_the_padded_steps_only(kind, sha
     fast, fast_grads = run(decoder, *inputs, plain=False, lengths=tgt_lengths)
     plain, plain_grads = run(decoder, *inputs, plain=True, lengths=tgt_lengths)
     real = torch.arange(T) < tgt_lengths.unsqueeze(1)  # (B, T)
-    assert_close(fast.log_probs[real], plain.log_probs[real])
-    assert (fast.log_probs[~real] == 0).all()
+    assert fast.features.shape == (int(tgt_lengths.sum()), V)
+    assert_close(fast.features, plain.log_probs[real])
     assert_close(fast.weights, plain.weights)
     for name, grad in plain_grads.items():
         assert_close(fast_grads[name], grad, msg=lambda m, name=name: f"gradient of {name}: {m}")
 
 
-def test_bahdanau_fast_path_runs_the_output_layer_once_and_the_recurrence_once_per_step(monkeypatch):
-    """Without hooks the loop uses the GRU's weights, not its forward (attention.attend once per step); while a hook
-    watches a submodule (as shapes.trace_shapes does) it calls attention and GRU as modules, once per step."""
+def test_bahdanau_fast_path_runs_the_output_layer_once_and_no_module_in_its_loop():
+    """The fused loop uses the GRU's and the scorer's weights, not their modules; the output layer runs once over
+    (B, T, H). The decoder's own teacher-forced forward calls attention and GRU once per step and the output layer
+    once; the plain loop calls all of them once per step, as it does for any other ratio."""
     decoder = build("bahdanau")
     keys, mask, encoder_final, tgt_in = make_inputs(4, 7, 6, [7, 1, 3, 5])
     memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
-    attends, attend = [], decoder.attention.attend
-    monkeypatch.setattr(decoder.attention, "attend", lambda *args: attends.append(1) or attend(*args))
+    out_calls, gru_calls, attention_calls = count_calls(decoder.out), count_calls(decoder.gru), \
+        count_calls(decoder.attention)
+    FastDecoder(decoder)(tgt_in, state, memory)
+    assert (len(out_calls), len(gru_calls), len(attention_calls)) == (1, 0, 0)
     decoder(tgt_in, state, memory)
-    assert len(attends) == 6
-    out_calls, gru_calls = count_calls(decoder.out), count_calls(decoder.gru)  # hooks: the modules' path
-    decoder(tgt_in, state, memory)
-    assert (len(out_calls), len(gru_calls), len(attends)) == (1, 6, 6)  # output layer once over (B, T, H)
+    assert (len(out_calls), len(gru_calls), len(attention_calls)) == (1 + 1, 6, 6)
     decoder.decode_steps(tgt_in, state, memory)
-    assert (len(out_calls), len(gru_calls)) == (1 + 6, 6 + 6)  # the plain loop: both once per step
-    decoder(tgt_in, state, memory, teacher_forcing_ratio=0.5)  # sampling needs each step's argmax: the loop
-    assert len(out_calls) == 1 + 6 + 6
+    assert (len(out_calls), len(gru_calls)) == (1 + 1 + 6, 6 + 6)
+    FastDecoder(decoder)(tgt_in, state, memory, teacher_forcing_ratio=0.5)  # sampling needs each step's argmax
+    assert len(out_calls) == 1 + 1 + 6 + 6
 
 
 @pytest.mark.parametrize("shape", SHAPES[3:], ids=lambda s: "B{}-S{}-T{}".format(*s[:3]))
-def test_bahdanau_fast_path_under_hooks_equals_the_step_loop(shape):
+def test_bahdanau_teacher_forced_forward_equals_the_step_loop(shape):
+    """BahdanauDecoder.forward (embed all, recur per step, output layer once) against decode_steps."""
     B, S, T, lengths = shape
     decoder = build("bahdanau", dropout=0.0, train=True)
-    count_calls(decoder.attention)  # a hook: the loop then calls attention and GRU as modules
     inputs = make_inputs(B, S, T, lengths)
-    fast, fast_grads = run(decoder, *inputs, plain=False)
+    fast, fast_grads = run(decoder, *inputs, plain=False, forward=decoder)
     plain, plain_grads = run(decoder, *inputs, plain=True)
     assert_close(fast.log_probs, plain.log_probs)
     assert_close(fast.weights, plain.weights)
@@ -164,27 +184,57 @@ def test_bahdanau_fast_path_under_hooks_equals_the_step_loop(shape):
 
 @pytest.mark.parametrize("kind", list(FAST))
 def test_packed_log_probs_are_the_real_steps_row_by_row(kind):
-    """packed=True returns (N, V): exactly the rows of the unpacked (B, T, V) at the real steps, in row-major order;
-    the step loop (other ratios) ignores it and returns (B, T, V)."""
+    """packed_log_probs returns (1, N, V): the output layer on the features of the real steps, in row-major order
+    (the rows of the full (B, T, V) there), with their targets (1, N); sampling has no fast path."""
     B, S, T, lengths = SHAPES[4]
     tgt_lengths = torch.tensor([T - row % T for row in range(B)])
     decoder = build(kind)
     keys, mask, encoder_final, tgt_in = make_inputs(B, S, T, lengths)
     memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
-    full = decoder(tgt_in, state, memory, lengths=tgt_lengths).log_probs  # (B, T, V)
-    packed = decoder(tgt_in, state, memory, lengths=tgt_lengths, packed=True).log_probs  # (N, V)
+    steps = teacher_forced_steps(decoder, tgt_in, state, memory)
+    tgt = torch.roll(tgt_in, -1, dims=1)  # (B, T)
+    packed, targets = packed_log_probs(decoder.output_layer, steps, tgt, tgt_lengths)  # (1, N, V), (1, N)
     real = torch.arange(T) < tgt_lengths.unsqueeze(1)  # (B, T)
-    assert packed.shape == (int(tgt_lengths.sum()), V)
-    assert torch.equal(packed, full[real])
-    assert decoder(tgt_in, state, memory, 0.5, tgt_lengths, packed=True).log_probs.shape == (B, T, V)
+    assert packed.shape == (1, int(tgt_lengths.sum()), V)
+    assert torch.equal(packed[0], decoder.output_layer(*(x[real] for x in steps.features)))  # the same rows, in order
+    assert_close(packed[0], decoder.output_layer(*steps.features)[real])  # the full (B, T, V) at the real steps
+    assert torch.equal(targets[0], tgt[real])
+    assert teacher_forced_steps(decoder, tgt_in, state, memory, teacher_forcing_ratio=0.5) is None
+
+
+@pytest.mark.parametrize("attention, feeding", [("bahdanau", False), ("general", False), ("general", True),
+                                                 ("none", False)])
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.1])
+def test_training_loss_through_the_fast_paths_equals_the_plain_forwards(tiny_course_data, attention, feeding,
+                                                                         label_smoothing):
+    """fast.training_loss, the one choice train_step makes: its loss, NLL and gradients equal the decoder's own
+    forward with the loss over (B, T, V) (fast_paths=False), whichever path it chooses."""
+    torch.manual_seed(0)
+    model = Seq2Seq(tiny_config(tiny_course_data, attention, dropout=0.0, input_feeding=feeding))
+    batch = fixed_batch(tiny_course_data, tiny_course_data.splits.train[:9])
+    config = TrainConfig(label_smoothing=label_smoothing)
+    results = []
+    for fast_paths in (True, False):
+        model.zero_grad(set_to_none=True)
+        loss, nll = training_loss(model, batch, config, fast_paths=fast_paths)
+        loss.backward()
+        results.append((loss.detach(), nll, [p.grad.clone() for p in model.parameters()]))
+    (fast_loss, fast_nll, fast_grads), (loss, nll, grads) = results
+    log_probs = model(batch.src, batch.src_lengths, batch.tgt).log_probs  # (B, T, V)
+    expected = masked_nll_loss(log_probs, batch.tgt, label_smoothing=label_smoothing)
+    assert_close(loss, expected.detach(), rtol=0, atol=0)
+    assert_close(fast_loss, loss)
+    assert_close(fast_nll, nll)
+    for fast_grad, grad in zip(fast_grads, grads):
+        assert_close(fast_grad, grad)
 
 
 def test_padding_bias_gives_exactly_masked_softmax_and_checks_the_mask():
     scores = torch.randn(3, 5)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 0, 0, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
-    assert torch.equal(torch.softmax(scores + padding_bias(mask), dim=-1), masked_softmax(scores, mask))
+    assert torch.equal(torch.softmax(scores + _padding_bias(mask), dim=-1), masked_softmax(scores, mask))
     with pytest.raises(ValueError, match="at least one True"):
-        padding_bias(torch.tensor([[True, False], [False, False]]))
+        _padding_bias(torch.tensor([[True, False], [False, False]]))
 
 
 def test_bahdanau_fast_path_in_train_mode_uses_dropout_like_the_loop():
@@ -194,10 +244,10 @@ def test_bahdanau_fast_path_in_train_mode_uses_dropout_like_the_loop():
     keys, mask, encoder_final, tgt_in = make_inputs(64, 7, 6, [7, 1, 3, 5] * 16)
     memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
     torch.manual_seed(0)
-    fast = decoder(tgt_in, state, memory).log_probs
+    fast = FastDecoder(decoder)(tgt_in, state, memory).log_probs
     plain = decoder.decode_steps(tgt_in, state, memory).log_probs
     decoder.eval()
-    clean = decoder(tgt_in, state, memory).log_probs
+    clean = FastDecoder(decoder)(tgt_in, state, memory).log_probs
     assert not torch.allclose(fast, clean) and not torch.allclose(plain, clean)
     assert abs(fast.mean() - plain.mean()) < 0.1 * abs(clean.mean())
 
@@ -229,9 +279,13 @@ def test_training_forward_and_backward_read_no_value_back_to_the_host(kind, rati
             patch.setattr(torch.Tensor, name, forbidden_read)  # CPU tensors too, e.g. a coin read with .item()
         out = decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)  # meta: raises on any read anyway
         out.log_probs.sum().backward()
-        lengths = torch.tensor([6, 1, 3, 5])  # on the CPU, as training passes them
         memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
-        decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio, lengths=lengths).log_probs.sum().backward()
+        FastDecoder(decoder)(tgt_in, state, memory, teacher_forcing_ratio=ratio).log_probs.sum().backward()
+        memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
+        steps = teacher_forced_steps(decoder, tgt_in, state, memory, ratio)
+        if steps is not None:
+            lengths = torch.tensor([6, 1, 3, 5])  # on the CPU, as training passes them
+            packed_log_probs(decoder.output_layer, steps, tgt_in, lengths)[0].sum().backward()
     assert out.log_probs.shape == (4, 6, V) and encoder_final.grad.shape == encoder_final.shape
 
 
@@ -249,11 +303,13 @@ def test_cuda_training_forward_does_not_synchronise(kind, ratio):
     decoder = build(kind, train=True).cuda()
     keys, mask, encoder_final, tgt_in = make_inputs(4, 7, 6, [7, 1, 3, 5], device="cuda")
     memory, state = decoder.prepare_memory(keys, mask), decoder.init_state(encoder_final)
-    decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)  # warm-up (cuDNN and allocator set-up)
+    fast = FastDecoder(decoder)
+    fast(tgt_in, state, memory, teacher_forcing_ratio=ratio)  # warm-up (cuDNN and allocator set-up)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        out = decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)
+        out = fast(tgt_in, state, memory, teacher_forcing_ratio=ratio)
+        decoder(tgt_in, state, memory, teacher_forcing_ratio=ratio)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     assert out.log_probs.shape == (4, 6, V)

@@ -11,8 +11,16 @@ from helpers import random_padded_ids
 from torch.testing import assert_close
 
 from course_utils.decoder import AttnDecoderRNN, BahdanauDecoder, DecoderRNN, LuongDecoder
-from course_utils.seq2seq import ATTENTION_KINDS, ModelConfig, Seq2Seq, Seq2SeqOutput, count_parameters
-from course_utils.vocab import MAX_LENGTH, PAD_ID
+from course_utils.seq2seq import (
+    ATTENTION_KINDS,
+    ModelConfig,
+    Seq2Seq,
+    Seq2SeqOutput,
+    StepDecoder,
+    Translator,
+    count_parameters,
+)
+from course_utils.vocab import MAX_LENGTH, PAD_ID, SOS_ID
 
 V_SRC, V_TGT = 17, 13
 SRC_LENGTHS, TGT_LENGTHS = [4, 7, 2], [5, 3, 6]
@@ -189,3 +197,33 @@ def test_config_and_attention_state_the_dot_rule_in_the_same_words():
 
 def test_location_slots_default_to_the_corpus_filter():
     assert ModelConfig(10, 10).max_length == MAX_LENGTH  # every sentence the course keeps fits the exhibit's slots
+
+
+# ---------------------------------------------------------------- the Translator interface
+
+def _greedy_through_the_protocol(model: Translator, src, src_lengths, steps: int):
+    """Greedy decoding with only what Translator declares: encode, decoder.step, device."""
+    memory, state = model.encode(src.to(model.device), src_lengths)
+    prev_tokens, outputs = torch.full((src.shape[0],), SOS_ID, device=model.device), []
+    for _ in range(steps):
+        step = model.decoder.step(prev_tokens, state, memory)  # log_probs (B, V)
+        prev_tokens, state = step.log_probs.argmax(dim=-1), step.state  # (B,)
+        outputs.append(prev_tokens)
+    return torch.stack(outputs, dim=1)  # (B, T)
+
+
+@pytest.mark.parametrize("architecture", ["gru", "transformer"])
+def test_both_architectures_are_translators_and_decode_through_the_protocol_alone(architecture):
+    from course_utils.transformer import TransformerConfig, TransformerSeq2Seq
+
+    torch.manual_seed(0)
+    model = (Seq2Seq(ModelConfig(15, 12, embedding_size=6, hidden_size=8)) if architecture == "gru" else
+             TransformerSeq2Seq(TransformerConfig(15, 12, hidden_size=8, heads=2, layers=1, ff_size=8))).eval()
+    assert isinstance(model, Translator) and isinstance(model.decoder, StepDecoder)
+    src, src_lengths = random_padded_ids([5, 2, 4], 15, seed=1)
+    with torch.no_grad():
+        tokens = _greedy_through_the_protocol(model, src, src_lengths, steps=4)  # (B, 4)
+        forced = model(src, src_lengths, tokens).log_probs  # (B, 4, V): teacher forced on the greedy output
+    assert tokens.shape == (3, 4)
+    assert torch.equal(forced.argmax(dim=-1), tokens)  # each greedy word is the argmax given the words before it
+    assert not isinstance(torch.nn.Linear(2, 2), Translator)

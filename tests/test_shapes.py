@@ -6,8 +6,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from course_utils.seq2seq import ModelConfig, Seq2Seq
-from course_utils.shapes import ShapeRow, ShapeTrace, describe_shapes, trace_shapes
+from course_utils.fast.recurrences import FastDecoder
+from course_utils.seq2seq import ModelConfig, Seq2Seq, teacher_forced_input
+from course_utils.shapes import ShapeTrace, _describe_shapes, _ShapeRow, trace_shapes
 from course_utils.vocab import EOS_ID, PAD_ID
 
 T = 3
@@ -28,7 +29,7 @@ def all_hooks(model):
 def test_every_submodule_call_is_a_row_in_call_order():
     model, batch = model_and_batch("bahdanau")
     trace = trace_shapes(model, *batch)
-    assert isinstance(trace, ShapeTrace) and all(isinstance(row, ShapeRow) for row in trace)
+    assert isinstance(trace, ShapeTrace) and all(isinstance(row, _ShapeRow) for row in trace)
     root = trace.rows[0]
     assert (root.name, root.type, root.depth, root.call) == ("(model)", "Seq2Seq", 0, 0)
     assert root.outputs == "Seq2SeqOutput(log_probs=(2, 3, 12), attention=(2, 3, 4))"
@@ -49,9 +50,10 @@ def test_every_submodule_call_is_a_row_in_call_order():
 
 
 def test_the_luong_fast_path_shows_one_call_per_layer_and_none_inputs():
-    model, batch = model_and_batch("general")
-    trace = trace_shapes(model, *batch)
-    attention = [row for row in trace if row.name == "decoder.attention"]
+    model, (src, lengths, tgt) = model_and_batch("general")
+    memory, state = model.encode(src, lengths)
+    trace = trace_shapes(FastDecoder(model.decoder), teacher_forced_input(tgt), state, memory)
+    attention = [row for row in trace if row.name == "attention"]
     assert len(attention) == 1
     assert attention[0].inputs == "(2, 3, 8), (2, 4, 8), (2, 4), None"  # projected_keys=None
     assert attention[0].outputs == "AttentionOutput(context=(2, 3, 8), weights=(2, 3, 4))"
@@ -96,7 +98,7 @@ def test_plain_text_and_html_tables():
 
 
 def test_html_escapes_its_cells():
-    row = ShapeRow("a<b>", "X&Y", 0, 0, "<script>", "")
+    row = _ShapeRow("a<b>", "X&Y", 0, 0, "<script>", "")
     page = ShapeTrace([row])._repr_html_()
     assert "<script>" not in page and "&lt;script&gt;" in page and "X&amp;Y" in page
 
@@ -127,12 +129,12 @@ class Pair(NamedTuple):
     (nn.Linear(1, 1), "Linear"),
 ])
 def test_describe_shapes(value, text):
-    assert describe_shapes(value) == text
+    assert _describe_shapes(value) == text
 
 
 def test_describe_packed_sequence():
     packed = pack_padded_sequence(torch.zeros(2, 3, 4), torch.tensor([3, 1]), batch_first=True)
-    assert describe_shapes(packed) == "PackedSequence(data=(4, 4), batch_sizes=(3,))"
+    assert _describe_shapes(packed) == "PackedSequence(data=(4, 4), batch_sizes=(3,))"
 
 
 def test_a_plain_module_traces_too():

@@ -77,7 +77,7 @@ def test_time_budget_stops_training_early(tiny_course_data):
 def test_average_last_leaves_the_mean_of_the_last_epochs_weights(tiny_course_data):
     states = [{"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3)}, {"w": torch.tensor([3.0, 6.0]),
                                                                         "n": torch.tensor(3)}]
-    averaged = train.average_weights(states)
+    averaged = train._average_weights(states)
     torch.testing.assert_close(averaged["w"], torch.tensor([2.0, 4.0]))
     assert averaged["n"].dtype == torch.long
 
@@ -223,4 +223,4 @@ def test_enough_pairs_problem_counts_usable_pairs(tiny_course_data, tiny_pairs):
     assert train.enough_pairs_problem(tiny_course_data) is None
     small = course_data_from_pairs(tiny_pairs[:8], seed=0)
     message = train.enough_pairs_problem(small)
-    assert "only 8 usable sentence pairs" in message and f"at least {train.MIN_USABLE_PAIRS}" in message
+    assert "only 8 usable sentence pairs" in message and f"at least {train._MIN_USABLE_PAIRS}" in message

@@ -1,56 +1,46 @@
-"""CUDA graphs for training on a GPU: the decoder's side of a training step recorded once per batch shape, then
-replayed with one launch.
-
-Why: a GPU does a lecture batch's arithmetic in about 2 ms, but Bahdanau's decoder issues some 40 small kernels per
-target step, one Python call at a time, forward and backward; on an H100 the GPU sat idle about 90% of a training
-step, waiting for the CPU. A CUDA graph records those kernels once and replays them all at once. Recording needs
-fixed shapes and no value read back to Python: the decoder's loop has none (tests/test_fast_paths.py), and the
-source-length buckets of `data.make_loader` give about a dozen batch shapes per epoch, all recorded before the first
-step. The encoder stays as it is: its packed GRU depends on each batch's lengths, not only on its shape.
+"""CUDA graphs for training on a GPU: the decoder's side of a training step recorded once per batch shape (fixed
+shapes, no value read back to Python: tests/test_fast_paths.py), then replayed with one launch instead of dozens of
+small kernels per target step, one Python call each. The encoder runs as it is (its packed GRU depends on lengths).
 
     graphs = DecoderGraphs(model, teacher_forcing_ratio, label_smoothing, batches)  # a graph per batch shape
-    loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs DecoderLoss itself for a new shape)
-
-`train.train` builds one when the model is on a GPU and `TrainConfig.cuda_graphs` is on; `train.train_step` takes
-it. On the CPU nothing changes. Used by the package, not a notebook.
+    loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs _DecoderLoss itself for a new shape)
 """
 from __future__ import annotations
 
 import contextlib
 import warnings
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from course_utils.data import Batch
 from course_utils.loss import masked_nll_loss
-from course_utils.seq2seq import Seq2Seq, teacher_forced_input
+from course_utils.seq2seq import teacher_forced_input
 
-__all__ = ["quiet_stream_warning", "DecoderLoss", "DecoderGraphs"]
+if TYPE_CHECKING:
+    from course_utils.seq2seq import Seq2Seq
+
+__all__ = ["quiet_stream_warning", "DecoderGraphs"]
 
 
 @contextlib.contextmanager
 def quiet_stream_warning():
-    """Silence autograd's warning that a parameter's gradient is made on another CUDA stream than before.
-
-    The graphs are recorded on a stream of their own, so the decoder's parameters meet their gradients there first;
-    later steps run on the default stream, and autograd warns (once per run) of a possible extra wait between the
-    two streams. Harmless here, and noise in a student's notebook. Used by the package, not a notebook.
-    """
+    """Silence autograd's warning that a parameter's gradient is made on another CUDA stream than before: the graphs
+    are recorded on a stream of their own, later steps run on the default one; harmless, and noise for a student."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The AccumulateGrad node's stream does not match")
         yield
 
 
-class DecoderLoss(nn.Module):
+class _DecoderLoss(nn.Module):
     """The decoder's side of a training step, as one module over the decoder's parameters only.
 
     forward(keys (B, S, K), mask (B, S) bool, encoder_final (B, H), tgt (B, T)) -> (loss, nll), two scalars: the
-    training loss (label-smoothed per `label_smoothing`) and the plain NLL per target token (no gradient), the
-    numbers `train.train_step` computes from `Seq2Seq.forward`. It runs the output layer at every step, padding
-    included (a recorded graph needs fixed shapes), where train_step's own path skips the padded steps: the same
-    numbers up to rounding. Used by the package, not a notebook.
+    training loss (label-smoothed per `label_smoothing`) and the plain NLL per target token (no gradient), as
+    Seq2Seq.forward and masked_nll_loss give them. The output layer runs at every step, padding included (a recorded
+    graph needs fixed shapes).
     """
 
     def __init__(self, decoder: nn.Module, teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0):
@@ -67,12 +57,12 @@ class DecoderLoss(nn.Module):
 
 
 class DecoderGraphs:
-    """DecoderLoss recorded as CUDA graphs, one per (src shape, tgt shape) of `batches`, all in one call.
+    """_DecoderLoss recorded as CUDA graphs, one per (src shape, tgt shape) of `batches`, all in one call.
 
-    Call it like DecoderLoss; the gradients flow to the decoder's parameters and to keys and encoder_final (hence
-    into the encoder) as they would without graphs. A shape that `batches` did not have runs DecoderLoss itself.
+    Call it like _DecoderLoss; the gradients flow to the decoder's parameters and to keys and encoder_final (hence
+    into the encoder) as they would without graphs. A shape that `batches` did not have runs _DecoderLoss itself.
     The model must stay where it is (the graphs read its parameters' memory) and be in training mode at recording;
-    dropout draws new masks at every replay. Used by the package, not a notebook.
+    dropout draws new masks at every replay.
     """
 
     def __init__(self, model: Seq2Seq, teacher_forcing_ratio: float, label_smoothing: float,
@@ -81,7 +71,7 @@ class DecoderGraphs:
             raise ValueError(f"CUDA graphs need the model on a GPU, but it is on {model.device}: train on the CPU "
                              "without them (TrainConfig.cuda_graphs is ignored there)")
         model.train()  # dropout is recorded as it is now
-        self.eager = DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing)
+        self.eager = _DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing)
         samples = {}
         with torch.no_grad():
             for batch in batches:
@@ -91,7 +81,7 @@ class DecoderGraphs:
                     encoded = model.encoder(batch.src, batch.src_lengths)
                     samples[shape] = (encoded.outputs.clone().requires_grad_(), batch.src_mask.clone(),
                                       encoded.final.clone().requires_grad_(), batch.tgt.clone())
-        modules = tuple(DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing) for _ in samples)
+        modules = tuple(_DecoderLoss(model.decoder, teacher_forcing_ratio, label_smoothing) for _ in samples)
         with quiet_stream_warning():
             graphed = torch.cuda.make_graphed_callables(  # unused inputs: the keys, for a decoder without attention
                 modules, tuple(samples.values()), allow_unused_input=True) if modules else ()
