@@ -37,16 +37,17 @@ def defined_public_names(module: str) -> set[str]:
     return {name for name in names if not name.startswith("_")}
 
 
-def _notebook_code(path: Path) -> str:
+def _notebook_text(path: Path) -> str:
+    """A notebook's code and prose: a name the lesson tells the reader to look up is public too."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+    return "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] in ("code", "markdown"))
 
 
 def user_texts() -> dict[str, str]:
-    """{file: text} of everything that may use the library: the package, the notebooks' code, benchmarks, tools."""
+    """{file: text} of everything that may use the library: the package, the notebooks, benchmarks, tools."""
     texts = {str(path.relative_to(ROOT)): path.read_text() for folder in ("course_utils", "benchmarks", "tools")
              for path in sorted((ROOT / folder).rglob("*.py"))}
-    texts.update({str(path.relative_to(ROOT)): _notebook_code(path) for path in sorted(ROOT.glob("notebooks/*.ipynb"))})
+    texts.update({str(path.relative_to(ROOT)): _notebook_text(path) for path in sorted(ROOT.glob("notebooks/*.ipynb"))})
     return texts
 
 

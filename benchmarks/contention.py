@@ -1,0 +1,116 @@
+"""Two trainings on one machine: the lecture recipe's training step alone and with a second training beside it,
+under today's OpenMP settings and under the course's policy, side by side in one run.
+
+    python benchmarks/contention.py                    # ~6 minutes on 2 cores
+    python benchmarks/contention.py --seconds 10 --rounds 2 --threads 2
+
+Each training runs in its own process (the OpenMP runtime reads its settings once, when torch is loaded):
+- "today": torch is imported before course_utils, so the wait policy is OpenMP's own default (waiting threads spin);
+- "course": course_utils is imported first, as in the course's notebooks, command line and tests, and sets
+  OMP_WAIT_POLICY=PASSIVE unless the environment already sets it (waiting threads sleep).
+A round times, for each policy, one training alone, then two at once (each process reports its own steps per
+second); rounds alternate the policies so that a change in the machine's load affects both alike. The table gives
+the median over rounds and each pair's slowdown against the lone training of its own policy.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+POLICIES = ("today", "course")
+
+
+def worker(policy: str, seconds: float, threads: int, start_at: float) -> None:
+    """Train lecture-bahdanau on the course data for `seconds` and print {"steps_per_s": ...} as JSON."""
+    if policy == "today":
+        importlib.import_module("torch")  # first: OpenMP starts with the environment as it is
+    importlib.import_module("course_utils")  # first for "course": sets the wait policy before torch loads OpenMP
+    import torch
+
+    from course_utils.data import load_course_data, make_loader
+    from course_utils.recipes import get_recipe
+    from course_utils.runtime import wait_policy
+    from course_utils.train import make_optimizer, train_step
+    from course_utils.zoo import build_model
+
+    torch.set_num_threads(threads)
+    data = load_course_data(log=None)
+    recipe = get_recipe("lecture-bahdanau")
+    config = recipe.train_config()
+    torch.manual_seed(0)
+    model = build_model(recipe.model_config(data.src_vocab, data.tgt_vocab)).train()
+    optimizer = make_optimizer(model, config)
+    batches = list(make_loader(data.splits.train, data.src_vocab, data.tgt_vocab, config.batch_size, seed=0))
+    for batch in batches[:3]:  # warm-up
+        train_step(model, batch, optimizer, config)
+    while time.time() < start_at:  # both processes of a pair start together
+        time.sleep(0.01)
+    steps, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        train_step(model, batches[steps % len(batches)], optimizer, config)
+        steps += 1
+    print(json.dumps({"policy": policy, "steps_per_s": steps / (time.perf_counter() - started),
+                      "wait_policy": wait_policy()}))
+
+
+def run(policy: str, copies: int, seconds: float, threads: int) -> list[float]:
+    """Start `copies` workers that train at the same moment; their steps per second."""
+    env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    start_at = time.time() + 25.0  # time enough for every worker to load the data and warm up
+    command = [sys.executable, __file__, "--worker", policy, "--seconds", str(seconds), "--threads", str(threads),
+               "--start-at", str(start_at)]
+    processes = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+                 for _ in range(copies)]
+    results = [json.loads(process.communicate()[0].strip().splitlines()[-1]) for process in processes]
+    return [result["steps_per_s"] for result in results]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="timed training per run (default 20)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of all four runs (default 3)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads per training (default 2)")
+    parser.add_argument("--output", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--worker", choices=POLICIES, help=argparse.SUPPRESS)
+    parser.add_argument("--start-at", type=float, default=0.0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.seconds, args.threads, args.start_at)
+        return
+    alone: dict[str, list[float]] = {policy: [] for policy in POLICIES}
+    pair: dict[str, list[float]] = {policy: [] for policy in POLICIES}
+    for round_ in range(args.rounds):
+        for policy in POLICIES if round_ % 2 == 0 else POLICIES[::-1]:
+            alone[policy] += run(policy, 1, args.seconds, args.threads)
+            pair[policy] += run(policy, 2, args.seconds, args.threads)
+            print(f"round {round_ + 1} {policy}: alone {alone[policy][-1]:.2f} steps/s, "
+                  f"pair {pair[policy][-2]:.2f} and {pair[policy][-1]:.2f}", flush=True)
+    rows = {policy: {"alone_steps_per_s": statistics.median(alone[policy]),
+                     "pair_steps_per_s": statistics.median(pair[policy]),
+                     "pair_slowdown": statistics.median(alone[policy]) / statistics.median(pair[policy]),
+                     "worst_pair_slowdown": statistics.median(alone[policy]) / min(pair[policy])}
+            for policy in POLICIES}
+    print("\n| policy | alone (steps/s) | each of two at once (steps/s) | slowdown (median) | slowdown (worst) |")
+    print("|---|---|---|---|---|")
+    for policy, row in rows.items():
+        print(f"| {policy} | {row['alone_steps_per_s']:.2f} | {row['pair_steps_per_s']:.2f} | "
+              f"{row['pair_slowdown']:.2f}x | {row['worst_pair_slowdown']:.2f}x |")
+    course_vs_today = rows["course"]["alone_steps_per_s"] / rows["today"]["alone_steps_per_s"]
+    print(f"\nalone, course policy against today's: {course_vs_today:.3f}x")
+    if args.output:
+        args.output.write_text(json.dumps({"command": " ".join(["python", "benchmarks/contention.py", *sys.argv[1:]]),
+                                           "seconds": args.seconds, "rounds": args.rounds, "threads": args.threads,
+                                           "alone": alone, "pair": pair, "summary": rows,
+                                           "course_alone_vs_today": course_vs_today}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
