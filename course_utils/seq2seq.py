@@ -52,13 +52,15 @@ class ModelConfig:
     bidirectional: bool = False  # bidirectional encoder: keys become 2H, a tanh bridge maps 2H -> H
     dropout: float = 0.1  # dropout probability on embeddings and before the output layer
     input_feeding: bool = False  # Luong decoders only: feed the previous attentional state into the GRU
-    max_length: int = MAX_LENGTH  # location only: the number of attention slots (longest source it reads)
+    location_slots: int = MAX_LENGTH  # location only: its attention slots, the longest source it reads (the
+    # tutorial's max_length, which is its corpus filter too: that coupling is what the exhibit shows)
 
     def __post_init__(self):
         if self.attention not in ATTENTION_KINDS:
             raise ValueError(f"unknown attention {self.attention!r}: choose one of {', '.join(ATTENTION_KINDS)}")
         sizes = dict(src_vocab_size=self.src_vocab_size, tgt_vocab_size=self.tgt_vocab_size,
-                     embedding_size=self.embedding_size, hidden_size=self.hidden_size, max_length=self.max_length)
+                     embedding_size=self.embedding_size, hidden_size=self.hidden_size,
+                     location_slots=self.location_slots)
         for name, value in sizes.items():
             if value is None and name.endswith("vocab_size"):
                 continue  # a template: filled in from the vocabularies later
@@ -89,7 +91,7 @@ class Seq2SeqOutput(NamedTuple):
     """The model's forward result. Introduced in notebook 03."""
 
     log_probs: Tensor  # (B, T, V)
-    attention: Tensor | None  # (B, T, S); (B, T, max_length) for "location"; None for "none"
+    attention: Tensor | None  # (B, T, S); (B, T, location_slots) for "location"; None for "none"
 
 
 @runtime_checkable
@@ -135,7 +137,7 @@ def _build_decoder(config: ModelConfig, key_size: int) -> Decoder:
     if c.attention == "none":
         return DecoderRNN(c.embedding_size, c.hidden_size, c.tgt_vocab_size, c.dropout, key_size=key_size)
     if c.attention == "location":
-        return AttnDecoderRNN(c.hidden_size, c.tgt_vocab_size, c.dropout, c.max_length, key_size=key_size)
+        return AttnDecoderRNN(c.hidden_size, c.tgt_vocab_size, c.dropout, c.location_slots, key_size=key_size)
     if c.attention == "bahdanau":
         return BahdanauDecoder(c.embedding_size, c.hidden_size, key_size, c.tgt_vocab_size, c.dropout)
     assert c.attention in ATTENTION_SCORES

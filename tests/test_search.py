@@ -203,7 +203,7 @@ def test_decoding_asks_the_decoder_whether_the_source_fits(tiny_course_data, mon
 def test_location_model_refuses_a_long_source_before_decoding(tiny_course_data):
     torch.manual_seed(0)
     config = ModelConfig(len(tiny_course_data.src_vocab), len(tiny_course_data.tgt_vocab), attention="location",
-                         hidden_size=8, max_length=3)
+                         hidden_size=8, location_slots=3)
     model = Seq2Seq(config).eval()
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])  # 5 tokens with EOS, 3 slots
     for run in (lambda: search.greedy_decode(model, src, lengths), lambda: search.beam_search(model, src[0]),

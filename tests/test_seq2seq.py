@@ -117,7 +117,7 @@ def test_the_config_picks_the_decoder():
         if decoder_class is LuongDecoder:
             assert model.decoder.score == kind
     assert build(attention="general", input_feeding=True).decoder.input_feeding
-    assert build(attention="location", max_length=12).decoder.max_length == 12
+    assert build(attention="location", location_slots=12).decoder.max_length == 12
     assert build(attention="bahdanau", bidirectional=True).decoder.key_size == 16
 
 
@@ -196,7 +196,7 @@ def test_config_and_attention_state_the_dot_rule_in_the_same_words():
 
 
 def test_location_slots_default_to_the_corpus_filter():
-    assert ModelConfig(10, 10).max_length == MAX_LENGTH  # every sentence the course keeps fits the exhibit's slots
+    assert ModelConfig(10, 10).location_slots == MAX_LENGTH  # every sentence the course keeps fits the exhibit's slots
 
 
 # ---------------------------------------------------------------- the Translator interface
