@@ -129,13 +129,15 @@ def _vocab_difference(which: str, expected: Vocab, found: Vocab) -> str:
 
 def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], nn.Module], kind: str = "translator",
                     expected: dict[str, dict] | None = None, vocabs: dict[str, Vocab | None] | None = None,
-                    redo: str | None = None) -> Checkpoint:
+                    redo: str | None = None, upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                    ) -> Checkpoint:
     """The one loader: read `path` with torch.load(weights_only=True) (no code runs), check it all, load the weights.
 
     build: payload -> the untrained model its model_config describes (TypeError/ValueError: it cannot). kind:
     "translator" or "classifier". expected: {"model_config": dict, "train_config": dict} the file must hold exactly;
     vocabs: {"src_vocab": Vocab, "tgt_vocab": Vocab} it must hold (each where given). redo: the fix a message ends
-    with (default: delete the file and train again). Returns Checkpoint(the payload with Vocab vocabularies, the
+    with (default: delete the file and train again). upgrade: payload -> payload, applied as soon as the file is read
+    (older field names to today's). Returns Checkpoint(the payload with Vocab vocabularies, the
     model in eval mode on the CPU). Raises CheckpointError for a directory, a missing, unreadable, foreign,
     incomplete or damaged file, pickled code, a configuration this version cannot build, NaN/infinite weights or
     weights that do not fit; CheckpointMismatch for a valid file of another configuration or vocabulary.
@@ -158,6 +160,8 @@ def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], n
     if not isinstance(payload, dict) or payload.get("format") != _CHECKPOINT_FORMAT:
         raise CheckpointError(f"{path} is not a course_utils checkpoint (format {_CHECKPOINT_FORMAT!r} expected); "
                               f"{redo}")
+    if upgrade is not None:
+        payload = upgrade(payload)
     if payload.get("kind", "translator") != kind:
         raise CheckpointError(f"{path} holds a {payload.get('kind', 'translator')}, not a {kind}; {redo}")
     missing = [key for key in _REQUIRED_KEYS if key not in payload]

@@ -221,11 +221,20 @@ def _build_classifier(payload: dict[str, Any]) -> nn.Module:
     return build_classifier(ClassifierConfig(**payload["model_config"]), len(payload["src_vocab"]))
 
 
+def _upgrade(payload: dict[str, Any]) -> dict[str, Any]:
+    """A GRU checkpoint's config from before ModelConfig.location_slots had its name (it was max_length)."""
+    config = payload.get("model_config")
+    if isinstance(config, dict) and "max_length" in config and "location_slots" not in config:
+        config = {("location_slots" if key == "max_length" else key): value for key, value in config.items()}
+        return {**payload, "model_config": config}
+    return payload
+
+
 def _read(path: Path, kind: str, expected: dict | None = None, vocabs: dict | None = None, redo: str | None = None):
     """checkpoints.read_checkpoint with this kind's builder, the caller's random state left alone."""
     with torch.random.fork_rng(devices=[]):  # building a model draws random numbers
         return read_checkpoint(path, _build_translator if kind == "translator" else _build_classifier, kind,
-                               expected, vocabs, redo)
+                               expected, vocabs, redo, upgrade=_upgrade)
 
 
 def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,

@@ -105,3 +105,20 @@ def test_a_config_dict_without_architecture_is_the_gru_model():
     assert zoo.config_from_dict(dataclasses.asdict(transformer)) == transformer
     with pytest.raises(ValueError, match="unknown architecture"):
         zoo.config_from_dict({"architecture": "lstm"})
+
+
+def test_a_gru_checkpoint_that_calls_the_location_slots_max_length_still_loads(tiny_course_data, tmp_path):
+    d = tiny_course_data
+    config = ModelConfig(len(d.src_vocab), len(d.tgt_vocab), attention="location", hidden_size=8, location_slots=12)
+    torch.manual_seed(0)
+    model = Seq2Seq(config).eval()
+    training = TrainConfig(epochs=1, device="cpu")
+    history = train(Seq2Seq(config), d, dataclasses.replace(training, batch_size=8, eval_bleu=False), progress=False,
+                    log=None)
+    path = save_checkpoint(tmp_path / "old.pt", TrainedModel("old", model, d.src_vocab, d.tgt_vocab, config, training,
+                                                             history))
+    payload = torch.load(path, weights_only=True)
+    payload["model_config"]["max_length"] = payload["model_config"].pop("location_slots")  # the earlier name
+    torch.save(payload, path)
+    loaded = load_checkpoint(path, d.src_vocab, d.tgt_vocab, config=config)
+    assert loaded.model_config == config and loaded.model.decoder.max_length == 12
