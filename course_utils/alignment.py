@@ -289,7 +289,7 @@ def toy_model(kind: str, data: CourseData, mask_eos: bool = False, embedding_siz
     """A small Seq2Seq with attention `kind` for the toy task (a minute or two of CPU training); `mask_eos` builds
     the EosMaskedSeq2Seq remedy. Initialise under torch.manual_seed for a seeded model. Introduced in notebook 10."""
     config = ModelConfig(len(data.src_vocab), len(data.tgt_vocab), attention=kind, embedding_size=embedding_size,
-                         hidden_size=hidden_size, max_length=16)
+                         hidden_size=hidden_size, location_slots=16)
     return (EosMaskedSeq2Seq if mask_eos else Seq2Seq)(config)
 
 
