@@ -202,6 +202,8 @@ def train(model: Translator, data: CourseData, config: TrainConfig, progress: bo
     started = time.perf_counter()
     deadline = None if config.time_budget is None else started + config.time_budget
     graphs = training_graphs(model, config, loader)  # recorded before the first epoch: counted as training
+    if graphs is not None:
+        loader.batch_sampler.set_epoch(0)  # recording read the loader once: epoch 1 still sees sampler epoch 0
     for epoch in range(1, config.epochs + 1):
         epoch_start = started if epoch == 1 else time.perf_counter()
         train_loss = train_epoch(model, loader, optimizer, config, deadline,
