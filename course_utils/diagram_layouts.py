@@ -99,7 +99,7 @@ _NO_FEEDING = dict(nodes=[], edges=[("emb", "gru", "$Ey$", "B, 1, E", ("decoder.
 def layouts_for(part: str, attention: str, input_feeding: bool, bridge: bool) -> tuple[str, list[dict]]:
     """(title, layouts) for `part`: the encoder's (with `bridge` or without), Bahdanau's step for
     attention="bahdanau", else Luong's step for that score (with input feeding or without). The caller checks
-    `part` and `attention`; the layouts are merged in order. Used by the package, not a notebook."""
+    `part` and `attention`; the layouts are merged in order."""
     if part == "encoder":
         return "The encoder", [_ENCODER, _BRIDGE if bridge else _NO_BRIDGE]
     if attention == "bahdanau":

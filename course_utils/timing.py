@@ -58,7 +58,7 @@ class Timing:
 @contextlib.contextmanager
 def thread_count(threads: int | None) -> Iterator[None]:
     """Inside the block torch uses `threads` CPU threads (None: leave the count as it is); the previous count is
-    restored after, also when the block raises. Used by the package, not a notebook."""
+    restored after, also when the block raises."""
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)

@@ -96,10 +96,7 @@ def prepare_source(src_vocab, sentence: str) -> Source:
 
 
 def clip_text(text: str, limit: int = 60) -> str:
-    """`text` cut to at most `limit` characters, with the total length said when cut (for error messages).
-
-    Used by the package, not a notebook.
-    """
+    """`text` cut to at most `limit` characters, with the total length said when cut (for error messages)."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text):,} characters)"
@@ -109,7 +106,7 @@ def source_warnings(words: Sequence[str], unknown: Sequence[str]) -> list[str]:
     """What to tell the user about a translatable source (words and unknown words from `prepare_source`).
 
     Unknown words (clipped: a pasted 10,000-letter token is named once, briefly) and a source with no word at
-    all, only punctuation, which the model translates into a guess. Used by the package, not a notebook.
+    all, only punctuation, which the model translates into a guess.
     """
     warnings = []
     if unknown:

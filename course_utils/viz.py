@@ -90,7 +90,7 @@ def _to_numpy_matrix(weights, source_tokens: Sequence[str], output_tokens: Seque
 
 
 def text_inches(labels, fontsize: float = 10.0) -> float:
-    """Rough width (inches) of the longest label: about 0.6 em per character. Used by the package, not a notebook."""
+    """Rough width (inches) of the longest label: about 0.6 em per character."""
     return max((len(str(label)) for label in labels), default=1) * 0.6 * fontsize / 72
 
 
@@ -383,8 +383,7 @@ def plot_history(histories, title: str | None = None) -> Figure:
 def save_figure(fig: Figure, path, dpi: int = 100) -> Path:
     """Save a figure as PNG (or any format matplotlib knows from the suffix), creating parent folders.
 
-    Returns the path written. Used by the package, not a notebook: the `python -m course_utils` commands save
-    their figures with it.
+    Returns the path written (the command line saves its figures with it).
     """
     path = Path(path)
     if not path.suffix:

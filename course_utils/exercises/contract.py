@@ -7,8 +7,6 @@
 - `call_student(exercise, student_fn, args, hint, forbidden=())`: the ONLY way a checker calls the student's
   function: on clones of the tensors, with the usual errors turned into an AssertionError with a hint, and with
   the `forbidden` functions refusing to run.
-
-Used by the package, not a notebook.
 """
 from __future__ import annotations
 
@@ -23,8 +21,6 @@ STUDENT_ERRORS = (RuntimeError, IndexError, TypeError, ValueError)  # wrong shap
 
 def attempted(exercise: str, result: object) -> bool:
     """False (after printing "not attempted yet") when `result` is None, the starter's return value.
-
-    Used by the package, not a notebook.
     """
     if result is None:
         print(f"{exercise}: not attempted yet (your function returns None). Write it, then rerun this cell.")
@@ -33,16 +29,13 @@ def attempted(exercise: str, result: object) -> bool:
 
 
 def expect(condition: bool, message: str) -> None:
-    """Raise AssertionError(message) unless `condition` (a real raise: survives `python -O`).
-
-    Used by the package, not a notebook.
-    """
+    """Raise AssertionError(message) unless `condition` (a real raise: survives `python -O`)."""
     if not condition:
         raise AssertionError(message)
 
 
 def passed(exercise: str, detail: str) -> None:
-    """Print the success message "<exercise>: correct! <detail>". Used by the package, not a notebook."""
+    """Print the success message "<exercise>: correct! <detail>"."""
     print(f"{exercise}: correct! {detail}")
 
 
@@ -80,7 +73,7 @@ def call_student(exercise: str, student_fn: Callable, args: Sequence[object], hi
     student's code raises. The patch covers the calls that look the name up at call time (`data.normalize_string(s)`,
     `F.softmax(x)`, `x.softmax()`); a notebook that did `from course_utils.data import normalize_string` holds
     its own reference, which the patch cannot reach. The checker's own reference computations run outside the
-    patch. Used by the package, not a notebook.
+    patch.
     """
     args = [_clone(arg) for arg in args]
     with contextlib.ExitStack() as patches:

@@ -1,7 +1,6 @@
 """What each "predict the shape" question of `questions.py` asks about, as code: every function builds the real
 package objects the prompt describes (tiny vocabularies, seeded, untrained), runs them and returns the shapes they
 produce, in the order the answer states them. tests/test_questions.py checks each against its question's answer.
-Used by the package, not a notebook.
 """
 from __future__ import annotations
 
@@ -42,7 +41,7 @@ def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Te
 
 # ------------------------------------------------------------------------------------------- 00 why attention
 def nb00_dot_attention() -> Shapes:
-    """The shapes notebook 00's question on dot attention asks for. Used by the package, not a notebook."""
+    """The shapes notebook 00's question on dot attention asks for."""
     from course_utils.attention import DotAttention
 
     torch.manual_seed(0)
@@ -53,7 +52,7 @@ def nb00_dot_attention() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 01 data
 def nb01_collate() -> Shapes:
-    """The shapes notebook 01's question on collate asks for. Used by the package, not a notebook."""
+    """The shapes notebook 01's question on collate asks for."""
     from course_utils import data
     from course_utils.vocab import Vocab
 
@@ -69,7 +68,7 @@ def nb01_collate() -> Shapes:
 
 
 def nb01_column() -> Shapes:
-    """The shapes notebook 01's question on column asks for. Used by the package, not a notebook."""
+    """The shapes notebook 01's question on column asks for."""
     from course_utils import data
 
     sentence = "je suis fatigue ."
@@ -78,7 +77,7 @@ def nb01_column() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 02 encoder
 def nb02_encoder() -> Shapes:
-    """The shapes notebook 02's question on encoder asks for. Used by the package, not a notebook."""
+    """The shapes notebook 02's question on encoder asks for."""
     from course_utils.encoder import EncoderRNN
 
     torch.manual_seed(0)
@@ -89,7 +88,7 @@ def nb02_encoder() -> Shapes:
 
 
 def nb02_raw_gru() -> Shapes:
-    """The shapes notebook 02's question on raw gru asks for. Used by the package, not a notebook."""
+    """The shapes notebook 02's question on raw gru asks for."""
     from course_utils.encoder import EncoderRNN
 
     torch.manual_seed(0)
@@ -101,7 +100,7 @@ def nb02_raw_gru() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 03 attention decoder
 def nb03_bahdanau_step() -> Shapes:
-    """The shapes notebook 03's question on bahdanau step asks for. Used by the package, not a notebook."""
+    """The shapes notebook 03's question on bahdanau step asks for."""
     from course_utils.attention import BahdanauAttention
 
     torch.manual_seed(0)
@@ -114,7 +113,7 @@ def nb03_bahdanau_step() -> Shapes:
 
 
 def nb03_location() -> Shapes:
-    """The shapes notebook 03's question on location asks for. Used by the package, not a notebook."""
+    """The shapes notebook 03's question on location asks for."""
     model = _seq2seq(20, 30, attention="location", hidden_size=16)
     src, lengths = _padded([5, 3], 20)
     tgt, _ = _padded([4, 2], 30)
@@ -125,7 +124,7 @@ def nb03_location() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 04 Bahdanau vs Luong
 def nb04_general() -> Shapes:
-    """The shapes notebook 04's question on general asks for. Used by the package, not a notebook."""
+    """The shapes notebook 04's question on general asks for."""
     from course_utils.attention import GeneralAttention
 
     torch.manual_seed(0)
@@ -136,7 +135,7 @@ def nb04_general() -> Shapes:
 
 
 def nb04_gru_inputs() -> Shapes:
-    """The shapes notebook 04's question on gru inputs asks for. Used by the package, not a notebook."""
+    """The shapes notebook 04's question on gru inputs asks for."""
     from course_utils.decoder import BahdanauDecoder, LuongDecoder
 
     torch.manual_seed(0)
@@ -147,7 +146,7 @@ def nb04_gru_inputs() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 05 training
 def nb05_loss() -> Shapes:
-    """The shapes notebook 05's question on loss asks for. Used by the package, not a notebook."""
+    """The shapes notebook 05's question on loss asks for."""
     import torch.nn.functional as F
 
     from course_utils.loss import masked_nll_loss
@@ -161,7 +160,7 @@ def nb05_loss() -> Shapes:
 
 
 def nb05_greedy() -> Shapes:
-    """The shapes notebook 05's question on greedy asks for. Used by the package, not a notebook."""
+    """The shapes notebook 05's question on greedy asks for."""
     from course_utils.search import greedy_decode
     from course_utils.vocab import EOS_ID
 
@@ -175,7 +174,7 @@ def nb05_greedy() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 06 heatmaps
 def nb06_forced() -> Shapes:
-    """The shapes notebook 06's question on forced asks for. Used by the package, not a notebook."""
+    """The shapes notebook 06's question on forced asks for."""
     from course_utils.metrics import attention_entropy
     from course_utils.translate import translate_forced
 
@@ -188,7 +187,7 @@ def nb06_forced() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 07 decoding
 def nb07_beam_step() -> Shapes:
-    """The shapes notebook 07's question on beam step asks for. Used by the package, not a notebook."""
+    """The shapes notebook 07's question on beam step asks for."""
     from course_utils.search import forbid_special_tokens
     from course_utils.vocab import SOS_ID
 
@@ -206,7 +205,7 @@ def nb07_beam_step() -> Shapes:
 
 
 def nb07_sample() -> Shapes:
-    """The shapes notebook 07's question on sample asks for. Used by the package, not a notebook."""
+    """The shapes notebook 07's question on sample asks for."""
     from course_utils.search import sample_decode
 
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
@@ -218,7 +217,7 @@ def nb07_sample() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 08 classification
 def nb08_gated() -> Shapes:
-    """The shapes notebook 08's question on gated asks for. Used by the package, not a notebook."""
+    """The shapes notebook 08's question on gated asks for."""
     from course_utils.classifier import AttentionClassifier
 
     torch.manual_seed(0)
@@ -230,7 +229,7 @@ def nb08_gated() -> Shapes:
 
 
 def nb08_bag_of_words() -> Shapes:
-    """The shapes notebook 08's question on bag of words asks for. Used by the package, not a notebook."""
+    """The shapes notebook 08's question on bag of words asks for."""
     from course_utils.classifier import BagOfWordsClassifier
 
     model = BagOfWordsClassifier(30)
@@ -242,7 +241,7 @@ def nb08_bag_of_words() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 09 Transformer
 def nb09_multi_head() -> Shapes:
-    """The shapes notebook 09's question on multi-head attention asks for. Used by the package, not a notebook."""
+    """The shapes notebook 09's question on multi-head attention asks for."""
     from course_utils.transformer import MultiHeadAttention
 
     torch.manual_seed(0)
@@ -255,7 +254,7 @@ def nb09_multi_head() -> Shapes:
 
 # ------------------------------------------------------------------------------------------- 10 alignment
 def nb10_alignment_matrices() -> Shapes:
-    """The shapes notebook 10's question on the alignment matrices asks for. Used by the package, not a notebook."""
+    """The shapes notebook 10's question on the alignment matrices asks for."""
     from course_utils.alignment import shifted_rows, word_block
 
     torch.manual_seed(0)

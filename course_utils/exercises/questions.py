@@ -49,7 +49,7 @@ class Question:
 
 
 def format_shape(shape: tuple[int, ...]) -> str:
-    """A shape as the course writes it: (4, 7, 512), (3,), () for a scalar. Used by the package, not a notebook."""
+    """A shape as the course writes it: (4, 7, 512), (3,), () for a scalar."""
     return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
 
 
@@ -363,9 +363,7 @@ QUESTIONS: dict[str, list[Question]] = {
 
 # ------------------------------------------------------------------------------------------- in the notebooks
 def notebook_id(notebook: str | int) -> str:
-    """"03" for 3, "3", "03" or "03_attention_decoder"; ValueError for a notebook with no questions.
-
-    Used by the package, not a notebook."""
+    """"03" for 3, "3", "03" or "03_attention_decoder"; ValueError for a notebook with no questions."""
     match = re.match(r"\d+", str(notebook).strip())
     key = f"{int(match.group()):02d}" if match else str(notebook)
     if key not in QUESTIONS:
@@ -374,8 +372,7 @@ def notebook_id(notebook: str | int) -> str:
 
 
 def questions_markdown(notebook: str | int) -> str:
-    """A notebook's questions as Markdown, prompts only, and where the answers are. Used by the package, not a
-    notebook."""
+    """A notebook's questions as Markdown, prompts only, and where the answers are."""
     key = notebook_id(notebook)
     lines = [f"### Questions to think about (notebook {key})", ""]
     lines += [f"{number}. *({KIND_LABELS[q.kind]})* {q.prompt}" for number, q in enumerate(QUESTIONS[key], 1)]
