@@ -5,7 +5,7 @@ read off a (T, S) matrix of weights. Introduced in notebook 10.
     data = toy_course_data(gold, seed=0)        # a CourseData the course's training loop reads
     links = argmax_links(weights)               # weights (T, S) over words (no <eos>) -> {(t, s), ...}
     aer(links, pair.sure, pair.possible)        # Och & Ney (2003): 1 - (|A∩S| + |A∩P|) / (|A| + |S|)
-    table = ibm_model1(sentences, iterations=10)   # EM over t(e | f); ibm1_links(table, src, tgt) aligns
+    table = ibm_model1(sentences, iterations=10)   # EM over t(e | f); _ibm1_links(table, src, tgt) aligns
 
 A link is a pair (t, s): target word t (row of an attention matrix) with source word s (its column), both
 0-based word positions without <eos>. Sure links S are those every annotator marks, possible links P (S ⊆ P) those
@@ -31,23 +31,22 @@ from course_utils.data import CourseData, Pair, course_data_from_pairs
 from course_utils.explanation import EosMaskedSeq2Seq, attributions, forced_batch
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 
-__all__ = ["Link", "AlignedPair", "NOUNS", "ADJECTIVES", "VERBS", "REFLEXIVE_VERBS", "toy_pair", "toy_pairs",
-           "toy_course_data", "gold_by_pair", "AlignmentScores", "aer", "corpus_aer", "argmax_links",
-           "threshold_links", "shifted_rows", "word_block", "NULL", "ibm_model1", "ibm1_links", "toy_model",
-           "ALIGNERS", "model_links", "alignment_scores", "ibm1_scores", "plot_alignment"]
+__all__ = ["Link", "AlignedPair", "toy_pairs", "toy_course_data", "gold_by_pair", "AlignmentScores", "aer",
+           "corpus_aer", "argmax_links", "shifted_rows", "word_block", "NULL", "ibm_model1", "toy_model", "ALIGNERS",
+           "model_links", "alignment_scores", "ibm1_scores", "plot_alignment"]
 
 Link = tuple[int, int]  # (target word t, source word s), 0-based, <eos> excluded
 
-NOUNS = {"chat": ("cat", "m"), "chien": ("dog", "m"), "livre": ("book", "m"), "cheval": ("horse", "m"),
+_NOUNS = {"chat": ("cat", "m"), "chien": ("dog", "m"), "livre": ("book", "m"), "cheval": ("horse", "m"),
          "bateau": ("boat", "m"), "garcon": ("boy", "m"), "maison": ("house", "f"), "fleur": ("flower", "f"),
          "voiture": ("car", "f"), "pomme": ("apple", "f"), "table": ("table", "f"), "lettre": ("letter", "f")}
-ADJECTIVES = {  # masculine -> (feminine, English, goes before the noun in French)
+_ADJECTIVES = {  # masculine -> (feminine, English, goes before the noun in French)
     "rouge": ("rouge", "red", False), "noir": ("noire", "black", False), "vert": ("verte", "green", False),
     "petit": ("petite", "small", True), "grand": ("grande", "big", True), "vieux": ("vieille", "old", True)}
-VERBS = {  # present -> (future, English 3rd person, English base form: one or two words)
+_VERBS = {  # present -> (future, English 3rd person, English base form: one or two words)
     "voit": ("verra", "sees", "see"), "mange": ("mangera", "eats", "eat"), "aime": ("aimera", "likes", "like"),
     "prend": ("prendra", "takes", "take"), "cherche": ("cherchera", "looks for", "look for")}
-REFLEXIVE_VERBS = {"lave": ("lavera", "washes", "wash"), "cache": ("cachera", "hides", "hide")}  # "se lave"
+_REFLEXIVE_VERBS = {"lave": ("lavera", "washes", "wash"), "cache": ("cachera", "hides", "hide")}  # "se lave"
 
 
 class AlignedPair(NamedTuple):
@@ -81,16 +80,16 @@ class _Builder:
 
 
 def _noun_phrase(rng: random.Random, out: _Builder) -> None:
-    noun = rng.choice(sorted(NOUNS))
-    english, gender = NOUNS[noun]
+    noun = rng.choice(sorted(_NOUNS))
+    english, gender = _NOUNS[noun]
     definite = rng.random() < 0.6
     det_fr = ("le" if gender == "m" else "la") if definite else ("un" if gender == "m" else "une")
     det_en = "the" if definite else "a"
     if rng.random() < 0.5:  # no adjective
         out.add([det_fr, noun], [det_en, english], sure=[(0, 0), (1, 1)])
         return
-    adjective = rng.choice(sorted(ADJECTIVES))
-    feminine, adj_en, before = ADJECTIVES[adjective]
+    adjective = rng.choice(sorted(_ADJECTIVES))
+    feminine, adj_en, before = _ADJECTIVES[adjective]
     adj_fr = feminine if gender == "f" else adjective
     if before:  # le petit chat -> the small cat: same order
         out.add([det_fr, adj_fr, noun], [det_en, adj_en, english], sure=[(0, 0), (1, 1), (2, 2)])
@@ -99,8 +98,8 @@ def _noun_phrase(rng: random.Random, out: _Builder) -> None:
 
 
 def _verb_group(rng: random.Random, out: _Builder, reflexive: bool) -> None:
-    verb = rng.choice(sorted(REFLEXIVE_VERBS if reflexive else VERBS))
-    future_fr, third_en, base_en = (REFLEXIVE_VERBS if reflexive else VERBS)[verb]
+    verb = rng.choice(sorted(_REFLEXIVE_VERBS if reflexive else _VERBS))
+    future_fr, third_en, base_en = (_REFLEXIVE_VERBS if reflexive else _VERBS)[verb]
     future, negated = rng.random() < 0.35, rng.random() < 0.35
     fr = (["ne"] if negated else []) + (["se"] if reflexive else []) + [future_fr if future else verb]
     fr += ["pas"] if negated else []
@@ -124,7 +123,7 @@ def _verb_group(rng: random.Random, out: _Builder, reflexive: bool) -> None:
     out.add(fr, en, sure=sure, possible=possible)
 
 
-def toy_pair(rng: random.Random) -> AlignedPair:
+def _toy_pair(rng: random.Random) -> AlignedPair:
     """One random sentence of the toy grammar (subject, verb group, object unless reflexive, full stop) with its
     gold alignment. Introduced in notebook 10."""
     out = _Builder()
@@ -142,7 +141,7 @@ def toy_pairs(count: int, seed: int = 0) -> list[AlignedPair]:
     Introduced in notebook 10."""
     rng, seen, pairs = random.Random(seed), set(), []
     for _ in range(50 * count):
-        pair = toy_pair(rng)
+        pair = _toy_pair(rng)
         if pair.source not in seen:
             seen.add(pair.source)
             pairs.append(pair)
@@ -214,7 +213,7 @@ def argmax_links(weights: Tensor) -> set[Link]:
     return {(t, int(s)) for t, s in enumerate(best)}
 
 
-def threshold_links(weights: Tensor, threshold: float) -> set[Link]:
+def _threshold_links(weights: Tensor, threshold: float) -> set[Link]:
     """weights (T, S) -> every (t, s) with weights[t, s] >= threshold (a row may get none, or several).
     Introduced in notebook 10."""
     rows, cols = torch.nonzero(_matrix(weights) >= threshold, as_tuple=True)
@@ -268,7 +267,7 @@ def ibm_model1(sentences: Sequence[tuple[Sequence[str], Sequence[str]]], iterati
                                            for e in e_words for f in f_words}
 
 
-def ibm1_links(table: dict[tuple[str, str], float], source: Sequence[str], target: Sequence[str]) -> set[Link]:
+def _ibm1_links(table: dict[tuple[str, str], float], source: Sequence[str], target: Sequence[str]) -> set[Link]:
     """Each target word to its most probable source word under t(e | f); to NULL (no link) when NULL wins.
     Ties go to the first source word. Introduced in notebook 10."""
     links = set()
@@ -305,7 +304,7 @@ def model_links(model: Seq2Seq, src_vocab, tgt_vocab, pair: AlignedPair, thresho
     weights = forced_batch(model, [src_ids], [out_ids]).attention[0]  # (T + 1, S + 1)
     block = word_block(weights, T, S)  # (T, S)
     return {"attention argmax": argmax_links(block),
-            "attention threshold": threshold_links(block, threshold),
+            "attention threshold": _threshold_links(block, threshold),
             "shifted attention": argmax_links(word_block(shifted_rows(weights), T, S)),
             "saliency": argmax_links(attributions(model, src_ids, out_ids)[:T, :S]),
             "integrated gradients": argmax_links(attributions(model, src_ids, out_ids, ig_steps)[:T, :S])}
@@ -324,7 +323,7 @@ def ibm1_scores(train: Sequence[AlignedPair], gold: Sequence[AlignedPair], itera
     scored on `gold`. Introduced in notebook 10."""
     sentences = [(p.source.split(), p.target.split()) for p in [*train, *gold]]
     table = ibm_model1(sentences, iterations)
-    return corpus_aer([ibm1_links(table, p.source.split(), p.target.split()) for p in gold], gold)
+    return corpus_aer([_ibm1_links(table, p.source.split(), p.target.split()) for p in gold], gold)
 
 
 def plot_alignment(ax, weights: Tensor, source_words: Sequence[str], target_words: Sequence[str],

@@ -21,12 +21,12 @@ from torch import nn
 
 from course_utils.vocab import EOS_ID, MAX_LENGTH, SOS_ID
 
-__all__ = ["HIDDEN_SIZE", "LEARNING_RATE", "TEACHER_FORCING_RATIO", "STEPS", "ClassicEncoder", "ClassicAttnDecoder",
-           "ClassicModel", "make_classic", "train_step", "ClassicRun", "train_classic", "classic_translate"]
+__all__ = ["HIDDEN_SIZE", "LEARNING_RATE", "STEPS", "ClassicEncoder", "ClassicAttnDecoder", "ClassicModel",
+           "make_classic", "train_step", "ClassicRun", "train_classic", "classic_translate"]
 
 HIDDEN_SIZE = 256
 LEARNING_RATE = 0.01
-TEACHER_FORCING_RATIO = 0.5
+_TEACHER_FORCING_RATIO = 0.5
 STEPS = 25_000  # single-pair steps of the baseline run (the tutorial itself runs 75,000)
 
 
@@ -105,7 +105,7 @@ def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: lis
         encoder_outputs[i] = output[0, 0]
     token = torch.tensor([[SOS_ID]])
     loss, steps = 0.0, 0
-    teacher_forcing = random.random() < TEACHER_FORCING_RATIO
+    teacher_forcing = random.random() < _TEACHER_FORCING_RATIO
     for t in range(tgt.size(0)):
         log_probs, hidden, _ = decoder(token, hidden, encoder_outputs)
         loss = loss + F.nll_loss(log_probs, tgt[t])

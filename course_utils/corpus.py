@@ -26,18 +26,16 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.request import urlopen
 
-__all__ = ["CORPUS_ENV", "DATA_DIR_ENV", "REPO_ROOT", "CORPUS_FILENAME", "CORPUS_URL", "DOWNLOAD_TIMEOUT",
-           "CORPUS_MEMBERS", "CorpusFingerprint", "TUTORIAL_CORPUS", "MIRROR_CORPUS", "KNOWN_CORPORA", "CorpusError",
-           "data_dir", "display_path", "find_corpus", "download_corpus", "read_corpus_lines", "CorpusInfo",
-           "check_corpus"]
+__all__ = ["CorpusFingerprint", "TUTORIAL_CORPUS", "MIRROR_CORPUS", "CorpusError", "data_dir", "display_path",
+           "find_corpus", "read_corpus_lines", "CorpusInfo", "check_corpus"]
 
-CORPUS_ENV = "COURSE_CORPUS"  # a local file or archive; wins over everything else
-DATA_DIR_ENV = "COURSE_DATA_DIR"  # where the corpus and the trained models are kept (default: data/ in the repo)
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CORPUS_FILENAME = "eng-fra.txt"  # what the data folder holds once fetched
-CORPUS_URL = "https://download.pytorch.org/tutorial/data.zip"
-DOWNLOAD_TIMEOUT = 15.0  # seconds without an answer (connecting, or between two reads) before a download gives up
-CORPUS_MEMBERS = ("data/eng-fra.txt", "eng-fra.txt", "fra.txt")  # tutorial zip, flat copy, manythings zip
+_CORPUS_ENV = "COURSE_CORPUS"  # a local file or archive; wins over everything else
+_DATA_DIR_ENV = "COURSE_DATA_DIR"  # where the corpus and the trained models are kept (default: data/ in the repo)
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+_CORPUS_FILENAME = "eng-fra.txt"  # what the data folder holds once fetched
+_CORPUS_URL = "https://download.pytorch.org/tutorial/data.zip"
+_DOWNLOAD_TIMEOUT = 15.0  # seconds without an answer (connecting, or between two reads) before a download gives up
+_CORPUS_MEMBERS = ("data/eng-fra.txt", "eng-fra.txt", "fra.txt")  # tutorial zip, flat copy, manythings zip
 
 
 class CorpusFingerprint(NamedTuple):
@@ -57,7 +55,7 @@ TUTORIAL_CORPUS = CorpusFingerprint(
 MIRROR_CORPUS = CorpusFingerprint(
     142_787, 10_009_515, "2546838ae46e0eac4c02ab7032ea0a02a006074a5340077a36a9444f41e02888",
     "manythings.org fra.txt of 2017-09-29 (the course's offline mirror)")
-KNOWN_CORPORA = {fp.sha256: fp for fp in (TUTORIAL_CORPUS, MIRROR_CORPUS)}
+_KNOWN_CORPORA = {fp.sha256: fp for fp in (TUTORIAL_CORPUS, MIRROR_CORPUS)}
 
 
 class CorpusError(RuntimeError):
@@ -72,7 +70,7 @@ def data_dir() -> Path:
     Read at every call (not once at import), so setting the variable, or monkeypatching it in a test, takes effect
     everywhere at once. Introduced in notebook 01.
     """
-    return Path(os.environ.get(DATA_DIR_ENV) or REPO_ROOT / "data")
+    return Path(os.environ.get(_DATA_DIR_ENV) or _REPO_ROOT / "data")
 
 
 # ---------------------------------------------------------------------------------------------- locating
@@ -80,7 +78,7 @@ def display_path(path: str | os.PathLike) -> str:
     """`path` relative to the repository when it lies inside it, else absolute. Introduced in notebook 04."""
     path = Path(path).resolve()
     try:
-        return str(path.relative_to(REPO_ROOT))
+        return str(path.relative_to(_REPO_ROOT))
     except ValueError:
         return str(path)
 
@@ -91,28 +89,28 @@ def find_corpus(download: bool = True) -> Path:
     Raises CorpusError when $COURSE_CORPUS names a missing file, or when nothing is found and
     `download` is False or the download fails. Introduced in notebook 01.
     """
-    named = os.environ.get(CORPUS_ENV)
+    named = os.environ.get(_CORPUS_ENV)
     if named:
         path = Path(named).expanduser()
         if path.is_dir():
-            raise CorpusError(f"{CORPUS_ENV}={named!r} is a directory, not a file. Point it to the corpus file "
+            raise CorpusError(f"{_CORPUS_ENV}={named!r} is a directory, not a file. Point it to the corpus file "
                               f"itself (a zip with data/eng-fra.txt or fra.txt inside, or a tab-separated text file).")
         if not path.is_file():
-            raise CorpusError(f"{CORPUS_ENV}={named!r} but no such file exists. Fix the path (a zip with "
+            raise CorpusError(f"{_CORPUS_ENV}={named!r} but no such file exists. Fix the path (a zip with "
                               f"data/eng-fra.txt or fra.txt inside, or a tab-separated text file), or unset "
-                              f"{CORPUS_ENV} to use {display_path(data_dir() / CORPUS_FILENAME)}.")
+                              f"{_CORPUS_ENV} to use {display_path(data_dir() / _CORPUS_FILENAME)}.")
         return path
-    local = data_dir() / CORPUS_FILENAME
+    local = data_dir() / _CORPUS_FILENAME
     if local.is_file():
         return local
     if not download:
-        raise CorpusError(f"No corpus found: {CORPUS_ENV} is not set and {display_path(local)} does not exist. "
-                          f"Set {CORPUS_ENV} to a local copy (the tutorial's data.zip, a manythings fra-eng "
-                          f"zip or a tab-separated file), or allow the download from {CORPUS_URL}.")
-    return download_corpus(data_dir())
+        raise CorpusError(f"No corpus found: {_CORPUS_ENV} is not set and {display_path(local)} does not exist. "
+                          f"Set {_CORPUS_ENV} to a local copy (the tutorial's data.zip, a manythings fra-eng "
+                          f"zip or a tab-separated file), or allow the download from {_CORPUS_URL}.")
+    return _download_corpus(data_dir())
 
 
-def download_corpus(dest_dir: str | os.PathLike | None = None, url: str = CORPUS_URL,
+def _download_corpus(dest_dir: str | os.PathLike | None = None, url: str = _CORPUS_URL,
                     expected: CorpusFingerprint = TUTORIAL_CORPUS, progress: bool = True) -> Path:
     """Download the tutorial's data.zip, verify its eng-fra.txt, and move it to `dest_dir`/eng-fra.txt.
 
@@ -121,8 +119,8 @@ def download_corpus(dest_dir: str | os.PathLike | None = None, url: str = CORPUS
     Returns the path of the verified file; raises CorpusError on any failure. Introduced in notebook 01.
     """
     dest_dir = Path(dest_dir) if dest_dir is not None else data_dir()
-    target = dest_dir / CORPUS_FILENAME
-    no_network_fix = f"No network? Set {CORPUS_ENV} to a local copy of the corpus (zip or tab-separated file)."
+    target = dest_dir / _CORPUS_FILENAME
+    no_network_fix = f"No network? Set {_CORPUS_ENV} to a local copy of the corpus (zip or tab-separated file)."
     archive = text = None
     try:
         try:  # the folder and the temporary files first: a bad COURSE_DATA_DIR or a read-only data/ fails here
@@ -131,28 +129,28 @@ def download_corpus(dest_dir: str | os.PathLike | None = None, url: str = CORPUS
             text = _temp_path(dest_dir, ".txt.part")
         except OSError as error:
             raise CorpusError(f"Cannot write the corpus to {display_path(dest_dir)} ({error.strerror or error}). "
-                              f"Make it writable, set {DATA_DIR_ENV} to a writable folder, or set {CORPUS_ENV} to a "
+                              f"Make it writable, set {_DATA_DIR_ENV} to a writable folder, or set {_CORPUS_ENV} to a "
                               f"local copy of the corpus.") from error
         with archive.open("wb") as archive_file:
             _fetch(url, archive_file, progress)
         if not zipfile.is_zipfile(archive):
             start = archive.read_bytes()[:40]
             raise CorpusError(f"The download from {url} is not a zip archive ({archive.stat().st_size:,} bytes "
-                              f"starting {start!r}). Try again later, or set {CORPUS_ENV} to a local copy.")
+                              f"starting {start!r}). Try again later, or set {_CORPUS_ENV} to a local copy.")
         raw, member = _read_corpus_bytes(archive, where=f"the archive downloaded from {url}")
         n_bytes, sha256 = len(raw), hashlib.sha256(raw).hexdigest()
         if (n_bytes, sha256) != (expected.n_bytes, expected.sha256):
             raise CorpusError(f"The download from {url} is not {expected.description}: its {member} has "
                               f"{n_bytes:,} bytes and sha256 {sha256}, expected {expected.n_bytes:,} bytes and "
                               f"sha256 {expected.sha256}. Try again; if it persists, the file on the server "
-                              f"changed: set {CORPUS_ENV} to a local copy.")
+                              f"changed: set {_CORPUS_ENV} to a local copy.")
         text.write_bytes(raw)
         os.replace(text, target)  # atomic on one file system: the corpus is there whole or not at all
     except CorpusError:
         raise
     except (OSError, http.client.HTTPException) as error:  # URLError, timeouts, resets, truncated reads
         if _is_timeout(error):
-            raise CorpusError(f"The server at {url} did not answer within {DOWNLOAD_TIMEOUT:.0f} s. Try again "
+            raise CorpusError(f"The server at {url} did not answer within {_DOWNLOAD_TIMEOUT:.0f} s. Try again "
                               f"later. {no_network_fix}") from error
         raise CorpusError(f"Could not download the corpus from {url}: {error!r}. {no_network_fix}") from error
     finally:
@@ -178,15 +176,15 @@ def _is_timeout(error: BaseException) -> bool:
 def _fetch(url: str, out: io.BufferedIOBase, progress: bool, chunk_size: int = 1 << 16) -> None:
     """Stream `url` into `out` with a tqdm progress bar; raise CorpusError if the body is truncated.
 
-    Says on stderr what it waits for; a server that connects but does not answer times out after DOWNLOAD_TIMEOUT
+    Says on stderr what it waits for; a server that connects but does not answer times out after _DOWNLOAD_TIMEOUT
     seconds (per connection attempt and per read), not a silent minute.
     """
     from tqdm.auto import tqdm
 
     if progress:
-        print(f"Downloading the corpus from {url} (waiting up to {DOWNLOAD_TIMEOUT:.0f} s for the server to "
-              f"answer; set {CORPUS_ENV} to a local copy to skip this)...", file=sys.stderr, flush=True)
-    with urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
+        print(f"Downloading the corpus from {url} (waiting up to {_DOWNLOAD_TIMEOUT:.0f} s for the server to "
+              f"answer; set {_CORPUS_ENV} to a local copy to skip this)...", file=sys.stderr, flush=True)
+    with urlopen(url, timeout=_DOWNLOAD_TIMEOUT) as response:
         total = int(response.headers.get("Content-Length") or 0) or None
         received = 0
         with tqdm(total=total, unit="B", unit_scale=True, desc="data.zip", disable=not progress) as bar:
@@ -196,7 +194,7 @@ def _fetch(url: str, out: io.BufferedIOBase, progress: bool, chunk_size: int = 1
                 bar.update(len(chunk))
     if total is not None and received != total:
         raise CorpusError(f"The download from {url} stopped after {received:,} of {total:,} bytes. "
-                          f"Try again, or set {CORPUS_ENV} to a local copy.")
+                          f"Try again, or set {_CORPUS_ENV} to a local copy.")
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -204,33 +202,33 @@ def _read_corpus_bytes(path: Path, where: str | None = None) -> tuple[bytes, str
     """The raw bytes of the corpus text in `path` (a zip or a plain file) and the zip member used (or None)."""
     where = where or display_path(path)
     if path.is_dir():
-        raise CorpusError(f"{where} is a directory, not a corpus file. Point {CORPUS_ENV} (or --path) to the corpus "
-                          f"file or archive itself, e.g. {display_path(path / CORPUS_FILENAME)}.")
+        raise CorpusError(f"{where} is a directory, not a corpus file. Point {_CORPUS_ENV} (or --path) to the corpus "
+                          f"file or archive itself, e.g. {display_path(path / _CORPUS_FILENAME)}.")
     if not path.is_file():
-        raise CorpusError(f"{where} does not exist. Set {CORPUS_ENV} to the corpus file or archive.")
+        raise CorpusError(f"{where} does not exist. Set {_CORPUS_ENV} to the corpus file or archive.")
     try:
         if not (zipfile.is_zipfile(path) or path.suffix.lower() == ".zip"):
             return path.read_bytes(), None
     except OSError as error:
         raise CorpusError(f"{where} cannot be read ({error.strerror or error}). Fix its permissions, or point "
-                          f"{CORPUS_ENV} to a readable copy.") from error
+                          f"{_CORPUS_ENV} to a readable copy.") from error
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
             by_basename = {name.rsplit("/", 1)[-1]: name for name in names}
-            member = next((name for name in CORPUS_MEMBERS if name in names), None) or next(
+            member = next((name for name in _CORPUS_MEMBERS if name in names), None) or next(
                 (by_basename[base] for base in ("eng-fra.txt", "fra.txt") if base in by_basename), None)
             if member is None:
                 raise CorpusError(f"{where} is a zip archive without a corpus file: it holds {names[:10]}, "
-                                  f"expected one of {list(CORPUS_MEMBERS)}. Point {CORPUS_ENV} to the tutorial's "
+                                  f"expected one of {list(_CORPUS_MEMBERS)}. Point {_CORPUS_ENV} to the tutorial's "
                                   f"data.zip, a manythings fra-eng zip, or the tab-separated file itself.")
             return archive.read(member), member
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
         raise CorpusError(f"{where} is not a readable zip archive ({error}); it may be a truncated download. "
-                          f"Delete it and fetch it again, or point {CORPUS_ENV} to a good copy.") from error
+                          f"Delete it and fetch it again, or point {_CORPUS_ENV} to a good copy.") from error
     except OSError as error:
         raise CorpusError(f"{where} cannot be read ({error.strerror or error}). Fix its permissions, or point "
-                          f"{CORPUS_ENV} to a readable copy.") from error
+                          f"{_CORPUS_ENV} to a readable copy.") from error
 
 
 def _decode_lines(raw: bytes, where: str) -> list[str]:
@@ -239,12 +237,12 @@ def _decode_lines(raw: bytes, where: str) -> list[str]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise CorpusError(f"{where} is not UTF-8 text ({error}). Expected 'English<TAB>French' lines; point "
-                          f"{CORPUS_ENV} to the tutorial's eng-fra.txt or a manythings fra.txt.") from error
+                          f"{_CORPUS_ENV} to the tutorial's eng-fra.txt or a manythings fra.txt.") from error
     # split("\n"), not splitlines(): the corpus holds characters that splitlines() also treats as line breaks
     lines = [line.rstrip("\r") for line in text.split("\n")]
     lines = [line for line in lines if line.strip()]
     if not lines:
-        raise CorpusError(f"{where} is empty. Point {CORPUS_ENV} to the corpus (English<TAB>French lines).")
+        raise CorpusError(f"{where} is empty. Point {_CORPUS_ENV} to the corpus (English<TAB>French lines).")
     bad = [number for number, line in enumerate(lines, 1) if "\t" not in line]
     if bad:
         raise CorpusError(f"{where} is not a file of tab-separated pairs: {len(bad):,} of {len(lines):,} lines "
@@ -295,6 +293,6 @@ def check_corpus(path: str | os.PathLike) -> CorpusInfo:
     raw, member = _read_corpus_bytes(path)
     lines = _decode_lines(raw, f"{display_path(path)}:{member}" if member else display_path(path))
     sha256 = hashlib.sha256(raw).hexdigest()
-    return CorpusInfo(path, member, len(lines), len(raw), sha256, KNOWN_CORPORA.get(sha256))
+    return CorpusInfo(path, member, len(lines), len(raw), sha256, _KNOWN_CORPORA.get(sha256))
 
 

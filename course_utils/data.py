@@ -30,10 +30,10 @@ from course_utils.corpus import CorpusError, display_path, find_corpus, read_cor
 from course_utils.runtime import Log, reporter
 from course_utils.vocab import MAX_LENGTH, PAD_ID, Vocab
 
-__all__ = ["ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair",
-           "read_pairs", "keep_pair", "filter_pairs", "Splits", "split_pairs", "tensor_from_sentence", "Batch",
+__all__ = ["ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair", "read_pairs",
+           "keep_pair", "filter_pairs", "Splits", "split_pairs", "tensor_from_sentence", "Batch",
            "TranslationDataset", "lengths_to_mask", "pad_ids", "collate_batch", "BucketBatchSampler",
-           "length_batches", "BUCKET_KEYS", "make_loader", "CourseData", "course_data_from_pairs", "load_course_data",
+           "length_batches", "make_loader", "CourseData", "course_data_from_pairs", "load_course_data",
            "describe_course_data"]
 
 # ---------------------------------------------------------------------------------------------- constants
@@ -271,7 +271,7 @@ def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return list(BucketBatchSampler(lengths, batch_size, shuffle=False))
 
 
-BUCKET_KEYS = ("source", "target")  # what make_loader can group batches by
+_BUCKET_KEYS = ("source", "target")  # what make_loader can group batches by
 
 
 def make_loader(pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 64,
@@ -284,8 +284,8 @@ def make_loader(pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch
     decoder does most of the work); None gives plain (optionally shuffled) batches. All are deterministic given
     `seed`; bucketed loaders reshuffle on each pass. Introduced in notebook 01.
     """
-    if bucket_by not in (*BUCKET_KEYS, None):
-        raise ValueError(f"bucket_by must be one of {BUCKET_KEYS} or None, got {bucket_by!r}")
+    if bucket_by not in (*_BUCKET_KEYS, None):
+        raise ValueError(f"bucket_by must be one of {_BUCKET_KEYS} or None, got {bucket_by!r}")
     dataset = TranslationDataset(pairs, src_vocab, tgt_vocab)
     if bucket_by is None:
         generator = torch.Generator().manual_seed(seed)

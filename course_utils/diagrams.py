@@ -7,8 +7,8 @@ trace (the first call of each module: step 0 of the decoder). The letters under 
 checked against the numbers, so a label that stops matching the code shows up in the tests.
 
     diagram_spec(part, config, B, S, T)  -> DiagramSpec   pure logic: nodes, edges, traced shapes
-    draw_diagram(spec)                   -> Figure        matplotlib only (no pyplot, no widgets)
-    diagram_explorer(part, ...)          -> DiagramExplorer, or the static Figure without ipywidgets
+    _draw_diagram(spec)                   -> Figure        matplotlib only (no pyplot, no widgets)
+    diagram_explorer(part, ...)          -> _DiagramExplorer, or the static Figure without ipywidgets
 
 Where the boxes sit and which trace row each arrow reads are data, in course_utils.diagram_layouts.
 
@@ -32,13 +32,11 @@ from course_utils.seq2seq import LUONG_SCORES, ModelConfig, Seq2Seq
 from course_utils.shapes import ShapeTrace, trace_shapes
 from course_utils.vocab import EOS_ID, PAD_ID
 
-__all__ = ["PARTS", "CONTROLLED", "COLORS", "Node", "Edge", "DiagramSpec", "diagram_config", "parse_shapes",
-           "evaluate_symbols", "edge_label", "example_batch", "diagram_spec", "draw_diagram", "DiagramState",
-           "diagram_state", "show_diagram", "DiagramExplorer", "diagram_explorer"]
+__all__ = ["Node", "Edge", "DiagramSpec", "diagram_spec", "diagram_explorer"]
 
-PARTS = ("encoder", "decoder")
-CONTROLLED = ("embedding_size", "hidden_size", "bidirectional", "attention", "input_feeding")  # explorer's fields
-COLORS = {"input": "#e8f0fe", "module": "#fff4d6", "op": "#eeeeee", "output": "#e6f4ea"}
+_PARTS = ("encoder", "decoder")
+_CONTROLLED = ("embedding_size", "hidden_size", "bidirectional", "attention", "input_feeding")  # explorer's fields
+_COLORS = {"input": "#e8f0fe", "module": "#fff4d6", "op": "#eeeeee", "output": "#e6f4ea"}
 
 
 class Node(NamedTuple):
@@ -68,7 +66,7 @@ class Edge(NamedTuple):
 
 
 class DiagramSpec(NamedTuple):
-    """What `draw_diagram` draws: title, nodes, edges, footnotes (tensors with no arrow), the sizes behind the
+    """What `_draw_diagram` draws: title, nodes, edges, footnotes (tensors with no arrow), the sizes behind the
     letters ({"B": 2, "H": 16, ...}) and the trace they were read from. Introduced in notebook 02."""
 
     part: str
@@ -85,7 +83,7 @@ class DiagramSpec(NamedTuple):
         return self.edges + self.footnotes
 
 
-def diagram_config(src_vocab_size: int = 30, tgt_vocab_size: int = 40, **settings) -> ModelConfig:
+def _diagram_config(src_vocab_size: int = 30, tgt_vocab_size: int = 40, **settings) -> ModelConfig:
     """A ModelConfig with small vocabularies, E = 8 and H = 16 unless `settings` (ModelConfig fields) say otherwise.
 
     Raises ValueError where ModelConfig does (e.g. bidirectional with "dot"). Introduced in notebook 02."""
@@ -94,13 +92,13 @@ def diagram_config(src_vocab_size: int = 30, tgt_vocab_size: int = 40, **setting
     return ModelConfig(src_vocab_size, tgt_vocab_size, **settings)
 
 
-def parse_shapes(cell: str) -> list[tuple[int, ...]]:
+def _parse_shapes(cell: str) -> list[tuple[int, ...]]:
     """The tensor shapes in one trace cell, in order: "((2, 1, 8), (1, 2, 8))" -> [(2, 1, 8), (1, 2, 8)];
     "PackedSequence(data=(9, 8), batch_sizes=(5,))" -> [(9, 8), (5,)]. Introduced in notebook 02."""
     return [tuple(int(n) for n in group.replace(",", " ").split()) for group in re.findall(r"\(([\d, ]*)\)", cell)]
 
 
-def evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
+def _evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
     """"B, S, E+K" with sizes -> (2, 5, 40): terms are a number, a letter or both ("2H"). Introduced in
     notebook 02."""
     def term(text: str) -> int:
@@ -109,7 +107,7 @@ def evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
     return tuple(sum(term(t) for t in dim.split("+")) for dim in symbols.split(","))
 
 
-def edge_label(edge: Edge, sizes: dict[str, int]) -> str:
+def _edge_label(edge: Edge, sizes: dict[str, int]) -> str:
     """'keys (2, 5, 32)\n(B, S, 2H)': the name, the traced shape, the letters (K shown as 2H or H, D as 2 or 1).
 
     Introduced in notebook 02."""
@@ -132,7 +130,7 @@ def _module_text(model: Seq2Seq, name: str) -> str:
     return call if title.replace(" ", "") == kind.lower() else f"{title}\n{call}"
 
 
-def example_batch(config: ModelConfig, batch_size: int, source_length: int, target_length: int, seed: int = 0):
+def _example_batch(config: ModelConfig, batch_size: int, source_length: int, target_length: int, seed: int = 0):
     """(src (B, S), src_lengths (B,), tgt (B, T)): random ids, lengths S, S-1, ... (at least 1), EOS then PAD.
 
     Introduced in notebook 02."""
@@ -154,15 +152,15 @@ def diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_len
     traced as it runs in generation). Every edge's shape is read from that trace. The global random state is left
     as it was. Raises ValueError for another part or a decoder without a step diagram. Introduced in notebook 02.
     """
-    if part not in PARTS:
-        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    if part not in _PARTS:
+        raise ValueError(f"part must be one of {_PARTS}, got {part!r}")
     if part == "decoder" and config.attention not in ATTENTION_SCORES:
         raise ValueError(f"no step diagram for attention={config.attention!r}: choose 'bahdanau' or one of "
                          f"{', '.join(LUONG_SCORES)}")
     config = dataclasses.replace(config, dropout=0.0)
     with torch.random.fork_rng(devices=[]):
         model = Seq2Seq(config).eval()
-    src, src_lengths, tgt = example_batch(config, batch_size, source_length, target_length)
+    src, src_lengths, tgt = _example_batch(config, batch_size, source_length, target_length)
     trace = trace_shapes(model, src, src_lengths, tgt, teacher_forcing_ratio=0.0)
     additive = getattr(getattr(model.decoder, "attention", None), "energy_layer", None)  # v: (1, A)
     sizes = dict(B=batch_size, S=source_length, T=target_length, E=config.embedding_size, H=config.hidden_size,
@@ -173,7 +171,7 @@ def diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_len
 
     def traced(source):
         name, call, io, index = source
-        return parse_shapes(getattr(cells[name, call], io))[index]
+        return _parse_shapes(getattr(cells[name, call], io))[index]
 
     nodes = [Node(key, _module_text(model, text) if kind == "module" else text, x, y, kind)
              for layout in layouts for key, text, x, y, kind in layout["nodes"]]
@@ -189,14 +187,14 @@ def diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_len
 def _footnote(spec: DiagramSpec) -> str:
     s = spec.sizes
     if spec.part == "encoder":
-        batch_sizes = edge_label(spec.footnotes[0], s).replace("\n", " ")
+        batch_sizes = _edge_label(spec.footnotes[0], s).replace("\n", " ")
         return (f"Packing keeps the N = sum(src_lengths) = {s['N']} real tokens of the B x S = {s['B'] * s['S']} "
                 f"slots ({batch_sizes}: rows per time step). Keys are K = D*H wide, D = {s['D']} direction(s).")
-    steps = "; ".join(edge_label(e, s).replace("\n", " ") for e in spec.footnotes)
+    steps = "; ".join(_edge_label(e, s).replace("\n", " ") for e in spec.footnotes)
     return f"Shown: step 0 of T = {s['T']}. The T steps stacked: {steps}. A = {s['A']} (attention size)."
 
 
-def draw_diagram(spec: DiagramSpec) -> Figure:
+def _draw_diagram(spec: DiagramSpec) -> Figure:
     """Draw a DiagramSpec: coloured boxes (inputs blue, modules yellow, operations grey, outputs green), one arrow
     per edge labelled 'name (traced shape)' over the same shape in letters, and a footnote. Returns a Figure
     created without pyplot. Introduced in notebook 02."""
@@ -211,7 +209,7 @@ def draw_diagram(spec: DiagramSpec) -> Figure:
     boxes = {}
     for n in spec.nodes:
         boxes[n.key] = ax.text(n.x, n.y, n.text, ha="center", va="center", fontsize=8.5, zorder=3,
-                               bbox=dict(boxstyle="round,pad=0.4", fc=COLORS[n.kind], ec="#555555"))
+                               bbox=dict(boxstyle="round,pad=0.4", fc=_COLORS[n.kind], ec="#555555"))
     where = {n.key: (n.x, n.y) for n in spec.nodes}
     for e in spec.edges:
         (x0, y0), (x1, y1) = where[e.start], where[e.end]
@@ -221,7 +219,7 @@ def draw_diagram(spec: DiagramSpec) -> Figure:
             linestyle="--" if e.feedback else "-", connectionstyle=f"arc3,rad={bend}",
             patchA=boxes[e.start].get_bbox_patch(), patchB=boxes[e.end].get_bbox_patch()))
         mx, my = (x0 + x1) / 2 + bend * (y1 - y0) / 2, (y0 + y1) / 2 - bend * (x1 - x0) / 2
-        ax.text(mx, my, edge_label(e, spec.sizes), ha="center", va="center", fontsize=7.5, zorder=5,
+        ax.text(mx, my, _edge_label(e, spec.sizes), ha="center", va="center", fontsize=7.5, zorder=5,
                 color="#c0392b" if e.feedback else "black",
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
     ax.text(min(xs) - 1.5, max(ys) + 1.0, spec.title, ha="left", va="top", fontsize=10, weight="bold")
@@ -229,7 +227,7 @@ def draw_diagram(spec: DiagramSpec) -> Figure:
     return fig
 
 
-class DiagramState(NamedTuple):
+class _DiagramState(NamedTuple):
     """The diagram for one setting of the controls: a spec, or a message saying why there is none.
 
     Introduced in notebook 02."""
@@ -238,32 +236,32 @@ class DiagramState(NamedTuple):
     spec: DiagramSpec | None
 
 
-def diagram_state(part: str, batch_size: int, source_length: int, target_length: int,
-                  config: ModelConfig | None = None, **settings) -> DiagramState:
+def _diagram_state(part: str, batch_size: int, source_length: int, target_length: int,
+                  config: ModelConfig | None = None, **settings) -> _DiagramState:
     """The pure logic behind the controls: `settings` (ModelConfig fields) override `config` (default
-    `diagram_config()`); input_feeding is dropped for a decoder other than Luong's. Never raises on a setting:
+    `_diagram_config()`); input_feeding is dropped for a decoder other than Luong's. Never raises on a setting:
     a combination ModelConfig refuses (bidirectional with "dot") comes back as the message. Introduced in
     notebook 02."""
-    base = dataclasses.asdict(config or diagram_config())
+    base = dataclasses.asdict(config or _diagram_config())
     base.update(settings)
     if part == "encoder":
         base["attention"] = "bahdanau"  # any decoder that accepts 2H keys: the encoder is the same for all
     if base["attention"] not in LUONG_SCORES:
         base["input_feeding"] = False
     try:
-        return DiagramState("", diagram_spec(part, ModelConfig(**base), batch_size, source_length, target_length))
+        return _DiagramState("", diagram_spec(part, ModelConfig(**base), batch_size, source_length, target_length))
     except ValueError as error:
-        return DiagramState(str(error), None)
+        return _DiagramState(str(error), None)
 
 
-def show_diagram(part: str, config: ModelConfig | None = None, batch_size: int = 2, source_length: int = 5,
+def _show_diagram(part: str, config: ModelConfig | None = None, batch_size: int = 2, source_length: int = 5,
                  target_length: int = 3, **settings) -> Figure | None:
     """The static diagram for fixed settings (what the explorer shows first); prints the message and returns None
     for a refused combination. Introduced in notebook 02."""
-    state = diagram_state(part, batch_size, source_length, target_length, config, **settings)
+    state = _diagram_state(part, batch_size, source_length, target_length, config, **settings)
     if state.message:
         print(state.message)
-    return None if state.spec is None else draw_diagram(state.spec)
+    return None if state.spec is None else _draw_diagram(state.spec)
 
 
 def _png(fig: Figure) -> str:
@@ -272,13 +270,13 @@ def _png(fig: Figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-class DiagramExplorer:
+class _DiagramExplorer:
     """Sliders and boxes that redraw the diagram from a new forward pass. Display it as a cell's last expression.
 
     Controls (attributes): batch_size, source_length, target_length, embedding_size, hidden_size (IntSliders),
     bidirectional, input_feeding (Checkboxes), attention (Dropdown); `controls` lists those shown (the encoder's:
     B, S, E, H, bidirectional). `message` (HTML), `output` (Output showing the PNG), `widget` (the VBox),
-    `state()` (the current DiagramState). `settings` set the controls' first values (CONTROLLED) or fix other
+    `state()` (the current _DiagramState). `settings` set the controls' first values (_CONTROLLED) or fix other
     ModelConfig fields (e.g. src_vocab_size). Where widgets do not render (a static export, a viewer without the
     widget manager) the cell shows the first diagram as a PNG instead. Introduced in notebook 02.
     """
@@ -289,13 +287,13 @@ class DiagramExplorer:
             import ipywidgets as w
         except ImportError as error:
             raise ImportError("the diagram explorer needs ipywidgets (pip install ipywidgets==8.1.9); without it, "
-                              "use course_utils.diagrams.show_diagram(part, ...)") from error
-        if part not in PARTS:
-            raise ValueError(f"part must be one of {PARTS}, got {part!r}")
-        config = config or diagram_config()
+                              "course_utils.diagrams.diagram_explorer(part, ...) draws the static figure") from error
+        if part not in _PARTS:
+            raise ValueError(f"part must be one of {_PARTS}, got {part!r}")
+        config = config or _diagram_config()
         first = {**dataclasses.asdict(config), **settings}
         self.part = part
-        self.config = dataclasses.replace(config, **{k: v for k, v in settings.items() if k not in CONTROLLED})
+        self.config = dataclasses.replace(config, **{k: v for k, v in settings.items() if k not in _CONTROLLED})
 
         def slider(name, value, low, high, step=1):
             return w.IntSlider(value=value, min=low, max=max(high, value), step=step, description=name,
@@ -320,17 +318,17 @@ class DiagramExplorer:
             control.observe(lambda change: self.redraw(), names="value")
         self._first_png = self.redraw()
 
-    def state(self) -> DiagramState:
+    def state(self) -> _DiagramState:
         """The diagram the controls ask for now (a new forward pass)."""
-        return diagram_state(self.part, self.batch_size.value, self.source_length.value, self.target_length.value,
-                             self.config, **{name: getattr(self, name).value for name in CONTROLLED})
+        return _diagram_state(self.part, self.batch_size.value, self.source_length.value, self.target_length.value,
+                             self.config, **{name: getattr(self, name).value for name in _CONTROLLED})
 
     def redraw(self) -> str:
         """Recompute and show the diagram; returns its PNG (base64; "" when the message explains why none)."""
         self.input_feeding.disabled = self.attention.value not in LUONG_SCORES
         state = self.state()
         self.message.value = f"<span style='color:#b00'>{html.escape(state.message)}</span>" if state.message else ""
-        png = "" if state.spec is None else _png(draw_diagram(state.spec))
+        png = "" if state.spec is None else _png(_draw_diagram(state.spec))
         self.output.outputs = ({"output_type": "display_data", "metadata": {}, "data": {
             "image/png": png, "text/plain": f"<{self.part} diagram>"}},) if png else ()
         return png
@@ -343,14 +341,14 @@ class DiagramExplorer:
 
 def diagram_explorer(part: str = "encoder", config: ModelConfig | None = None, batch_size: int = 2,
                      source_length: int = 5, target_length: int = 3, **settings):
-    """The DiagramExplorer if ipywidgets is installed, else (with a note) `show_diagram`'s static Figure.
+    """The _DiagramExplorer if ipywidgets is installed, else (with a note) `_show_diagram`'s static Figure.
 
-    part: "encoder" or "decoder"; config (default `diagram_config()`) and settings (embedding_size,
+    part: "encoder" or "decoder"; config (default `_diagram_config()`) and settings (embedding_size,
     hidden_size, bidirectional, attention, input_feeding) give the starting sizes. Introduced in notebook 02.
     """
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
         print("ipywidgets is not installed: showing the static diagram (pip install ipywidgets==8.1.9 for controls)")
-        return show_diagram(part, config, batch_size, source_length, target_length, **settings)
-    return DiagramExplorer(part, config, batch_size, source_length, target_length, **settings)
+        return _show_diagram(part, config, batch_size, source_length, target_length, **settings)
+    return _DiagramExplorer(part, config, batch_size, source_length, target_length, **settings)

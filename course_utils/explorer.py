@@ -32,15 +32,15 @@ from course_utils.search import forbid_special_tokens, force_decode
 from course_utils.translate import prepare_source, translate
 from course_utils.viz import CELL_INCHES, plot_attention, plot_top_k, text_inches
 
-__all__ = ["MODES", "DEFAULT_BEAM_WIDTH", "TOP_K", "HINT", "EXAMPLE_SENTENCE", "FONT_SIZE", "ExplorerState",
-           "explorer_state", "draw_state", "figure_png", "show_static", "AttentionExplorer", "explore"]
+__all__ = ["ExplorerState", "explorer_state", "draw_state", "figure_png", "show_static", "AttentionExplorer",
+           "explore"]
 
-MODES = ("greedy", "beam")
-DEFAULT_BEAM_WIDTH = 5
-TOP_K = 5
-HINT = "Type a French sentence, e.g. « je suis tres fatigue . », then press Enter."
-EXAMPLE_SENTENCE = "je suis tres content de te voir aujourd hui ."
-FONT_SIZE = 12  # points: tick labels, axis labels and titles of the explorer's figure (matplotlib's default is 10)
+_MODES = ("greedy", "beam")
+_DEFAULT_BEAM_WIDTH = 5
+_TOP_K = 5
+_HINT = "Type a French sentence, e.g. « je suis tres fatigue . », then press Enter."
+_EXAMPLE_SENTENCE = "je suis tres content de te voir aujourd hui ."
+_FONT_SIZE = 12  # points: tick labels, axis labels and titles of the explorer's figure (matplotlib's default is 10)
 
 
 @dataclass
@@ -110,8 +110,8 @@ def _check_trained(name: str, trained) -> None:
 
 def _decode(trained, sentence: str, mode: str, beam_width: int, top_k: int) -> _Decoded:
     """Translate `sentence`, then force-decode the translation to get every step's next-token distribution."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
     translation = translate(trained.model, trained.src_vocab, trained.tgt_vocab, sentence,
                             beam_width=1 if mode == "greedy" else beam_width)
     _, src_ids, _ = prepare_source(trained.src_vocab, sentence)
@@ -155,7 +155,7 @@ def _state_at(decoded: _Decoded | str, step: int | None, **settings) -> Explorer
 def _decode_or_message(trained, sentence: str, mode: str, beam_width: int, top_k: int) -> _Decoded | str:
     """`_decode`, or the message explaining why there is nothing to decode (user input never raises)."""
     if not sentence.strip():
-        return HINT
+        return _HINT
     try:
         return _decode(trained, sentence, mode, beam_width, top_k)
     except ValueError as error:  # empty after normalisation, only unknown words, too long for location attention
@@ -163,7 +163,7 @@ def _decode_or_message(trained, sentence: str, mode: str, beam_width: int, top_k
 
 
 def explorer_state(trained, sentence: str, mode: str = "greedy", step: int | None = None,
-                   beam_width: int = DEFAULT_BEAM_WIDTH, top_k: int = TOP_K, model_name: str = "") -> ExplorerState:
+                   beam_width: int = _DEFAULT_BEAM_WIDTH, top_k: int = _TOP_K, model_name: str = "") -> ExplorerState:
     """The explorer's pure logic for one setting: never raises on user input, explains problems in `message`.
 
     trained: a TrainedModel (anything with .model, .src_vocab, .tgt_vocab). sentence: raw French text.
@@ -171,8 +171,8 @@ def explorer_state(trained, sentence: str, mode: str = "greedy", step: int | Non
     error and raises ValueError. step: t, clamped to 0..T-1 (None = last step). top_k: how many next-token
     candidates to list. model_name: copied into the state. Returns ExplorerState. Introduced in notebook 06.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
     settings = dict(model_name=model_name, mode=mode, sentence=sentence)
     return _state_at(_decode_or_message(trained, sentence, mode, beam_width, top_k), step, **settings)
 
@@ -189,7 +189,7 @@ def _set_font_size(ax, size: float) -> None:
 def draw_state(state: ExplorerState) -> Figure | None:
     """Draw one explorer state: heatmap with row t outlined and later rows faded, its colour bar, and the top-k bars.
 
-    The colour bar shows the heatmap's fixed 0..1 weight scale; labels are FONT_SIZE points. A model without
+    The colour bar shows the heatmap's fixed 0..1 weight scale; labels are _FONT_SIZE points. A model without
     attention gets the bar chart alone. Returns a matplotlib Figure (created without pyplot, so nothing piles up in
     notebooks) whose axes are [heatmap, bar chart, colour bar] ([bar chart] without attention), or None when the
     state has nothing to draw (hint or error). The layout is computed from the label lengths instead of
@@ -203,13 +203,13 @@ def draw_state(state: ExplorerState) -> Figure | None:
     has_heatmap = state.attention is not None
     bar_title = f"next token after\n« {' '.join(state.tokens_so_far[-3:]) or '<sos>'} »"
     # Every size below is in inches. Left to right: heatmap, gap, colour bar + its labels, gap, bars.
-    left = 0.7 + text_inches(state.output_tokens, FONT_SIZE) if has_heatmap else 0.2
+    left = 0.7 + text_inches(state.output_tokens, _FONT_SIZE) if has_heatmap else 0.2
     heat_w, heat_h = (CELL_INCHES * S, CELL_INCHES * T) if has_heatmap else (0.0, 0.0)
-    colorbar_w, colorbar_room = 0.15, 0.85 + text_inches(["0.0"], FONT_SIZE) if has_heatmap else 0.0
-    gap = 0.35 + text_inches(tokens, FONT_SIZE)
+    colorbar_w, colorbar_room = 0.15, 0.85 + text_inches(["0.0"], _FONT_SIZE) if has_heatmap else 0.0
+    gap = 0.35 + text_inches(tokens, _FONT_SIZE)
     bar_w, bar_h = 2.8, max(0.42 * len(tokens), 1.4)
-    right = 0.2 + max(0.0, text_inches(bar_title.split("\n"), FONT_SIZE) - bar_w) / 2  # a long title overhangs
-    bottom, top = 0.65 + (0.75 * text_inches(state.source_tokens, FONT_SIZE) + 0.1 if has_heatmap else 0.0), 0.8
+    right = 0.2 + max(0.0, text_inches(bar_title.split("\n"), _FONT_SIZE) - bar_w) / 2  # a long title overhangs
+    bottom, top = 0.65 + (0.75 * text_inches(state.source_tokens, _FONT_SIZE) + 0.1 if has_heatmap else 0.0), 0.8
     width = left + heat_w + colorbar_room + gap + bar_w + right
     height = bottom + max(heat_h, bar_h) + top
     fig = Figure(figsize=(width, height))
@@ -228,7 +228,7 @@ def draw_state(state: ExplorerState) -> Figure | None:
                                     heat_h / height))
         fig.colorbar(heat_ax.images[0], cax=colorbar_ax, label="attention weight")  # the image's fixed 0..1 scale
     for ax in fig.axes:
-        _set_font_size(ax, FONT_SIZE)
+        _set_font_size(ax, _FONT_SIZE)
     return fig
 
 
@@ -243,7 +243,7 @@ def _summary_html(state: ExplorerState) -> str:
     """The translation so far (step t's token in bold) and the message, as HTML."""
     parts = []
     if state.message:
-        color = "#555" if state.message == HINT else "#b00"
+        color = "#555" if state.message == _HINT else "#b00"
         parts.append(f"<div style='color:{color}'>{html.escape(state.message)}</div>")
     if state.ok:
         so_far = html.escape(" ".join(state.tokens_so_far))
@@ -256,7 +256,7 @@ def _summary_html(state: ExplorerState) -> str:
     return "".join(parts)
 
 
-def show_static(models: Mapping[str, object], sentence: str = EXAMPLE_SENTENCE, model_name: str | None = None,
+def show_static(models: Mapping[str, object], sentence: str = _EXAMPLE_SENTENCE, model_name: str | None = None,
                 mode: str = "greedy", step: int | None = None) -> Figure | None:
     """The explorer's picture for fixed settings, for notebooks without ipywidgets (or exported to HTML/PDF).
 
@@ -292,8 +292,8 @@ class AttentionExplorer:
     Introduced in notebook 06.
     """
 
-    def __init__(self, models: Mapping[str, object], sentence: str = EXAMPLE_SENTENCE,
-                 beam_width: int = DEFAULT_BEAM_WIDTH, top_k: int = TOP_K):
+    def __init__(self, models: Mapping[str, object], sentence: str = _EXAMPLE_SENTENCE,
+                 beam_width: int = _DEFAULT_BEAM_WIDTH, top_k: int = _TOP_K):
         try:
             import ipywidgets as widgets
         except ImportError as error:
@@ -312,7 +312,7 @@ class AttentionExplorer:
         self.text = widgets.Text(value=sentence, placeholder="je suis tres fatigue .", description="French:",
                                  continuous_update=False, layout=widgets.Layout(width="32em"))
         self.model = widgets.Dropdown(options=list(self.models), description="model:")
-        self.mode = widgets.ToggleButtons(options=list(MODES), value="greedy", description="decoding:")
+        self.mode = widgets.ToggleButtons(options=list(_MODES), value="greedy", description="decoding:")
         self.step = widgets.IntSlider(value=1, min=1, max=1, description="step:", continuous_update=True)  # 1..T
         self.summary = widgets.HTML()
         self.output = widgets.Output()
@@ -383,7 +383,7 @@ class AttentionExplorer:
         display(self.widget)
 
 
-def explore(models: Mapping[str, object], sentence: str = EXAMPLE_SENTENCE):
+def explore(models: Mapping[str, object], sentence: str = _EXAMPLE_SENTENCE):
     """The explorer if ipywidgets is installed, else the static picture of its first model: one call for notebooks.
 
     Returns an AttentionExplorer, or (without ipywidgets) what `show_static` returns: a Figure, or None when

@@ -31,18 +31,18 @@ from torch import Tensor
 from course_utils.runtime import eval_mode
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
-__all__ = ["LENGTH_RATIO", "LENGTH_MARGIN", "default_max_lengths", "forbid_special_tokens", "DecodedBatch",
-           "greedy_decode", "sample_decode", "Hypothesis", "beam_step", "beam_search", "ForcedDecode", "force_decode"]
+__all__ = ["default_max_lengths", "forbid_special_tokens", "DecodedBatch", "greedy_decode", "sample_decode",
+           "Hypothesis", "beam_step", "beam_search", "ForcedDecode", "force_decode"]
 
-# Default output length cap: a translation may be at most `LENGTH_RATIO * source length + LENGTH_MARGIN` tokens
+# Default output length cap: a translation may be at most `_LENGTH_RATIO * source length + _LENGTH_MARGIN` tokens
 # (EOS included). French->English sentences of the course are about as long as their sources, so this never cuts a
 # sensible translation, yet stops a model that loops ("i i i i ...") quickly. Any source length works.
-LENGTH_RATIO = 2.0
-LENGTH_MARGIN = 5
+_LENGTH_RATIO = 2.0
+_LENGTH_MARGIN = 5
 
 
 def default_max_lengths(src_lengths: Tensor) -> Tensor:
-    """Per-sentence output length cap `ceil(LENGTH_RATIO * S_b) + LENGTH_MARGIN`.
+    """Per-sentence output length cap `ceil(_LENGTH_RATIO * S_b) + _LENGTH_MARGIN`.
 
     Args:
         src_lengths: (B,) source lengths, EOS included.
@@ -51,7 +51,7 @@ def default_max_lengths(src_lengths: Tensor) -> Tensor:
 
     Introduced in notebook 07 (the length cap of every decoder; greedy decoding of notebook 05 applies it).
     """
-    return (src_lengths.float() * LENGTH_RATIO).ceil().long() + LENGTH_MARGIN  # (B,)
+    return (src_lengths.float() * _LENGTH_RATIO).ceil().long() + _LENGTH_MARGIN  # (B,)
 
 
 def _check_source_fits(model, source_length: int) -> None:

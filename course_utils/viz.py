@@ -30,15 +30,15 @@ from matplotlib.patches import Rectangle
 
 from course_utils.metrics import diagonal_deviation
 
-__all__ = ["ATTENTION_CMAP", "CELL_INCHES", "HIGHLIGHT_COLOR", "PANEL_TITLE_SIZE", "AttentionPlot", "AttentionPanel",
-           "text_inches", "plot_attention", "plot_attention_2017", "visible_tick_labels", "plot_attention_grid",
+__all__ = ["ATTENTION_CMAP", "CELL_INCHES", "HIGHLIGHT_COLOR", "AttentionPlot", "AttentionPanel", "text_inches",
+           "plot_attention", "plot_attention_2017", "visible_tick_labels", "plot_attention_grid",
            "plot_model_comparison", "plot_sentence_grid", "plot_beam_hypotheses", "plot_top_k", "plot_history",
            "save_figure"]
 
 ATTENTION_CMAP = "viridis"  # perceptually uniform; 0 = dark blue, 1 = bright yellow
 CELL_INCHES = 0.42  # size of one heatmap cell: 10+ tokens stay readable
 HIGHLIGHT_COLOR = "red"
-PANEL_TITLE_SIZE = 10  # points: a grid panel's title, wrapped to the width of its panel
+_PANEL_TITLE_SIZE = 10  # points: a grid panel's title, wrapped to the width of its panel
 
 
 class AttentionPlot(NamedTuple):
@@ -215,8 +215,8 @@ def _panel_from(title: str, item, tgt_vocab=None, source_tokens: Sequence[str] |
 
 
 def _panel_title(title: str, statistic: str, width_inches: float) -> str:
-    """`title` wrapped into lines that fit `width_inches` at PANEL_TITLE_SIZE, then `statistic` on a line of its own."""
-    per_line = max(8, int(width_inches / text_inches(["x"], PANEL_TITLE_SIZE)))
+    """`title` wrapped into lines that fit `width_inches` at the title size, then `statistic` on a line of its own."""
+    per_line = max(8, int(width_inches / text_inches(["x"], _PANEL_TITLE_SIZE)))
     return "\n".join(textwrap.wrap(title, per_line, break_on_hyphens=False) + ([statistic] if statistic else []))
 
 
@@ -250,7 +250,7 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
             except ValueError:  # rows not summing to 1 (the 2017 location attention): no statistic
                 pass
         titles.append(_panel_title(panel.title, statistic, cell_w - 1.0))  # the y labels take about an inch
-    title_inches = max(t.count("\n") for t in titles) * 1.2 * PANEL_TITLE_SIZE / 72  # the extra title lines
+    title_inches = max(t.count("\n") for t in titles) * 1.2 * _PANEL_TITLE_SIZE / 72  # the extra title lines
     fig, axes = plt.subplots(nrows, ncols, figsize=(cell_w * ncols + 1.0, (cell_h + title_inches) * nrows + 0.4),
                              squeeze=False, layout="constrained")
     image = None
@@ -263,7 +263,7 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
         else:
             plot_attention(panel.weights, panel.source_tokens, panel.output_tokens, ax=ax, colorbar=False)
             image = ax.images[0]
-        ax.set_title(subtitle, fontsize=PANEL_TITLE_SIZE)
+        ax.set_title(subtitle, fontsize=_PANEL_TITLE_SIZE)
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     if image is not None:

@@ -17,10 +17,10 @@ from matplotlib.figure import Figure
 
 from course_utils.viz import ATTENTION_CMAP, HIGHLIGHT_COLOR
 
-__all__ = ["PAD_LABEL", "PAD_BAND", "plot_batch_masks", "plot_masked_scores"]
+__all__ = ["plot_batch_masks", "plot_masked_scores"]
 
-PAD_LABEL = "padding (masked)"
-PAD_BAND = dict(facecolor="lightgray", edgecolor="gray", hatch="//", alpha=0.6, linewidth=0)  # behind the bars
+_PAD_LABEL = "padding (masked)"
+_PAD_BAND = dict(facecolor="lightgray", edgecolor="gray", hatch="//", alpha=0.6, linewidth=0)  # behind the bars
 
 
 def _as_numpy(values) -> np.ndarray:
@@ -81,7 +81,7 @@ def plot_masked_scores(scores: Mapping[str, object], weights: Mapping[str, objec
             raise ValueError(f"{name}: scores {score.shape} and weights {weight.shape} must both be ({S},), "
                              f"one value per position of the mask; index the batch first, e.g. scores[row]")
         for index, j in enumerate(np.flatnonzero(~real)):  # one band per pad, one legend entry in all
-            ax.axvspan(j - 0.5, j + 0.5, **PAD_BAND, zorder=0, label=None if index else PAD_LABEL)
+            ax.axvspan(j - 0.5, j + 0.5, **_PAD_BAND, zorder=0, label=None if index else _PAD_LABEL)
         ax.bar(range(S), score, color=["tab:blue" if r else "gray" for r in real], zorder=2, label="score $e_j$")
         ax.axhline(0.0, color="black", linewidth=0.5)
         ax.set_xticks(range(S), labels=labels)

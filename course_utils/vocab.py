@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from torch import Tensor
 
-__all__ = ["MAX_LENGTH", "PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID", "PAD_TOKEN", "SOS_TOKEN", "EOS_TOKEN", "UNK_TOKEN",
-           "SPECIAL_TOKENS", "Vocab"]
+__all__ = ["MAX_LENGTH", "PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID", "EOS_TOKEN", "UNK_TOKEN", "SPECIAL_TOKENS", "Vocab"]
 
 # The 2017 tutorial's MAX_LENGTH: the data filter keeps pairs with FEWER than this many words on each side
 # (data.filter_pairs), and the tutorial's location decoder has this many attention slots (decoder.AttnDecoderRNN),
@@ -23,8 +22,8 @@ __all__ = ["MAX_LENGTH", "PAD_ID", "SOS_ID", "EOS_ID", "UNK_ID", "PAD_TOKEN", "S
 MAX_LENGTH = 10
 
 PAD_ID, SOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-PAD_TOKEN, SOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<sos>", "<eos>", "<unk>"
-SPECIAL_TOKENS = (PAD_TOKEN, SOS_TOKEN, EOS_TOKEN, UNK_TOKEN)  # in id order
+_PAD_TOKEN, _SOS_TOKEN, EOS_TOKEN, UNK_TOKEN = "<pad>", "<sos>", "<eos>", "<unk>"
+SPECIAL_TOKENS = (_PAD_TOKEN, _SOS_TOKEN, EOS_TOKEN, UNK_TOKEN)  # in id order
 
 
 def _tokens(sentence: str | Sequence[str]) -> list[str]:

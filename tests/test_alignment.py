@@ -7,13 +7,13 @@ import torch
 from course_utils import alignment
 from course_utils.alignment import (
     AlignedPair,
+    _ibm1_links,
+    _threshold_links,
     aer,
     argmax_links,
     corpus_aer,
-    ibm1_links,
     ibm_model1,
     shifted_rows,
-    threshold_links,
     word_block,
 )
 from course_utils.data import Pair
@@ -86,7 +86,7 @@ def test_aer_refuses_sure_links_that_are_not_possible():
 def test_links_from_a_weight_matrix():
     weights = torch.tensor([[0.7, 0.2, 0.1], [0.1, 0.45, 0.45], [0.0, 0.1, 0.9]])  # (T, S)
     assert argmax_links(weights) == {(0, 0), (1, 1), (2, 2)}
-    assert threshold_links(weights, 0.4) == {(0, 0), (1, 1), (1, 2), (2, 2)}
+    assert _threshold_links(weights, 0.4) == {(0, 0), (1, 1), (1, 2), (2, 2)}
     assert_rows = shifted_rows(weights)
     torch.testing.assert_close(assert_rows, weights[1:])
 
@@ -119,12 +119,12 @@ def test_ibm_model1_second_iteration_by_hand_and_the_rise_of_t_the_la():
     assert t["the", "la"] == pytest.approx(3 / 5) and t["house", "maison"] == pytest.approx(4 / 7)
     rising = [ibm_model1(CLASSIC, iterations=n, null=False)["the", "la"] for n in range(0, 8)]
     assert rising[0] == pytest.approx(1 / 3) and all(a < b for a, b in zip(rising, rising[1:]))
-    assert ibm1_links(t, "la maison".split(), "the house".split()) == {(0, 0), (1, 1)}
+    assert _ibm1_links(t, "la maison".split(), "the house".split()) == {(0, 0), (1, 1)}
 
 
 def test_ibm_model1_aligns_to_null_and_refuses_nothing():
     t = {("x", "<null>"): 0.9, ("x", "a"): 0.1}
-    assert ibm1_links(t, ["a"], ["x"]) == set()  # NULL wins: unaligned
+    assert _ibm1_links(t, ["a"], ["x"]) == set()  # NULL wins: unaligned
     with pytest.raises(ValueError, match="at least one sentence"):
         ibm_model1([])
 

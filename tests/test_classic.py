@@ -187,7 +187,7 @@ def test_train_classic_stops_at_the_time_limit(tiny_ids):
 @pytest.mark.parametrize("ratio, expect_all_steps", [(1.0, True), (0.0, False)])
 def test_train_step_teacher_forcing_runs_the_whole_target(monkeypatch, tiny_ids, ratio, expect_all_steps):
     pairs, src_size, tgt_size = tiny_ids
-    monkeypatch.setattr(classic, "TEACHER_FORCING_RATIO", ratio)
+    monkeypatch.setattr(classic, "_TEACHER_FORCING_RATIO", ratio)
     model = classic.make_classic(src_size, tgt_size, seed=0)
     # an output bias that makes EOS the untrained model's first guess, so free running stops after one step
     with torch.no_grad():

@@ -100,7 +100,7 @@ def test_check_corpus_reports_lines_and_sha256(tiny_corpus_path, tiny_lines):
 
 
 def test_display_path_is_relative_inside_the_repo(tmp_path):
-    assert corpus.display_path(corpus.REPO_ROOT / "data" / "eng-fra.txt") == os.path.join("data", "eng-fra.txt")
+    assert corpus.display_path(corpus._REPO_ROOT / "data" / "eng-fra.txt") == os.path.join("data", "eng-fra.txt")
     assert corpus.display_path(tmp_path / "x.zip") == str((tmp_path / "x.zip").resolve())
 
 
@@ -179,8 +179,8 @@ def serve(monkeypatch, response: FakeResponse) -> list[str]:
 def test_download_verifies_and_moves_the_file_into_place(monkeypatch, tmp_path, served_corpus):
     archive, text, fingerprint = served_corpus
     requested = serve(monkeypatch, FakeResponse(archive))
-    path = corpus.download_corpus(tmp_path, expected=fingerprint, progress=False)
-    assert requested == [corpus.CORPUS_URL]
+    path = corpus._download_corpus(tmp_path, expected=fingerprint, progress=False)
+    assert requested == [corpus._CORPUS_URL]
     assert path == tmp_path / "eng-fra.txt" and path.read_bytes() == text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["eng-fra.txt"]  # temporaries removed
 
@@ -193,7 +193,7 @@ def test_download_failing_midway_leaves_nothing_behind(monkeypatch, tmp_path, se
     archive, _, fingerprint = served_corpus
     serve(monkeypatch, FakeResponse(archive, **response))
     with pytest.raises(CorpusError, match=message):
-        corpus.download_corpus(tmp_path, expected=fingerprint, progress=False)
+        corpus._download_corpus(tmp_path, expected=fingerprint, progress=False)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -202,14 +202,14 @@ def test_download_with_a_wrong_checksum_leaves_nothing_behind(monkeypatch, tmp_p
     serve(monkeypatch, FakeResponse(archive))
     with pytest.raises(CorpusError, match=f"is not the PyTorch tutorial's.*expected 9,541,158 bytes and sha256 "
                                           f"{corpus.TUTORIAL_CORPUS.sha256}"):
-        corpus.download_corpus(tmp_path, progress=False)
+        corpus._download_corpus(tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_download_of_something_else_than_a_zip_is_refused(monkeypatch, tmp_path, served_corpus):
     serve(monkeypatch, FakeResponse(b"<html>Access denied</html>"))
     with pytest.raises(CorpusError, match="is not a zip archive .*<html>Access denied"):
-        corpus.download_corpus(tmp_path, expected=served_corpus[2], progress=False)
+        corpus._download_corpus(tmp_path, expected=served_corpus[2], progress=False)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -240,7 +240,7 @@ def test_a_read_only_data_folder_while_downloading_gives_a_corpus_error(monkeypa
     serve(monkeypatch, FakeResponse(served_corpus[0]))
     monkeypatch.setattr(corpus.tempfile, "mkstemp", read_only)
     with pytest.raises(CorpusError, match="Cannot write the corpus to .*Permission denied.*writable"):
-        corpus.download_corpus(tmp_path, expected=served_corpus[2], progress=False)
+        corpus._download_corpus(tmp_path, expected=served_corpus[2], progress=False)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -252,7 +252,7 @@ def test_a_server_that_never_answers_times_out_quickly_and_says_what_it_waited_f
         raise URLError(TimeoutError("timed out"))
     monkeypatch.setattr(corpus, "urlopen", silent_server)
     with pytest.raises(CorpusError, match=r"did not answer within 15 s.*COURSE_CORPUS"):
-        corpus.download_corpus(tmp_path, progress=True)
-    assert timeouts == [corpus.DOWNLOAD_TIMEOUT] and corpus.DOWNLOAD_TIMEOUT <= 20
+        corpus._download_corpus(tmp_path, progress=True)
+    assert timeouts == [corpus._DOWNLOAD_TIMEOUT] and corpus._DOWNLOAD_TIMEOUT <= 20
     assert "waiting up to 15 s" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

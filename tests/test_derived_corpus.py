@@ -51,7 +51,7 @@ def test_a_derived_corpus_is_valid_but_not_known(derived):
 
 def test_the_pipeline_keeps_its_invariants_on_a_derived_corpus(derived, monkeypatch):
     source_info, path, written = derived
-    monkeypatch.setenv(corpus.CORPUS_ENV, str(path))
+    monkeypatch.setenv(corpus._CORPUS_ENV, str(path))
     course = data.load_course_data(log=None)  # found through $COURSE_CORPUS, as the notebooks find it
     assert course.corpus_path == path and course.lines_read == written
     check_general_invariants(course)

@@ -16,17 +16,17 @@ from course_utils import diagrams  # noqa: E402
 from course_utils.attention import ATTENTION_SCORES, make_attention  # noqa: E402
 from course_utils.diagram_layouts import SCORES  # noqa: E402
 from course_utils.diagrams import (  # noqa: E402
-    DiagramExplorer,
-    diagram_config,
+    _diagram_config,
+    _diagram_state,
+    _DiagramExplorer,
+    _draw_diagram,
+    _edge_label,
+    _evaluate_symbols,
+    _example_batch,
+    _parse_shapes,
+    _show_diagram,
     diagram_explorer,
     diagram_spec,
-    diagram_state,
-    draw_diagram,
-    edge_label,
-    evaluate_symbols,
-    example_batch,
-    parse_shapes,
-    show_diagram,
 )
 from course_utils.seq2seq import LUONG_SCORES, Seq2Seq  # noqa: E402
 from course_utils.shapes import trace_shapes  # noqa: E402
@@ -49,28 +49,28 @@ IDS = [f"{part}-{settings.get('attention', '')}-{'bi' if settings.get('bidirecti
 
 
 def spec_for(part, settings, B, S, T):
-    return diagram_spec(part, diagram_config(**settings), B, S, T)
+    return diagram_spec(part, _diagram_config(**settings), B, S, T)
 
 
 def independent_trace(config, B, S, T):
     """Trace the same model and batch again, outside diagram_spec."""
     model = Seq2Seq(dataclasses.replace(config, dropout=0.0)).eval()
-    src, lengths, tgt = example_batch(config, B, S, T)
+    src, lengths, tgt = _example_batch(config, B, S, T)
     return {(row.name, row.call): row for row in trace_shapes(model, src, lengths, tgt, teacher_forcing_ratio=0.0)}
 
 
 @pytest.mark.parametrize("part, settings, B, S, T", CASES, ids=IDS)
 def test_every_label_is_the_traced_shape_and_matches_its_letters(part, settings, B, S, T):
-    config = diagram_config(**settings)
+    config = _diagram_config(**settings)
     spec = diagram_spec(part, config, B, S, T)
     rows = independent_trace(config, B, S, T)
     assert spec.edges and spec.footnotes
     for tensor in spec.tensors:
         name, call, io_, index = tensor.source
         assert call == 0, "step 0: each module's first call"
-        assert tensor.shape == parse_shapes(getattr(rows[name, call], io_))[index], tensor
-        assert evaluate_symbols(tensor.symbols, spec.sizes) == tensor.shape, tensor  # the letters say the same
-        assert str(tensor.shape[-1]) in edge_label(tensor, spec.sizes)
+        assert tensor.shape == _parse_shapes(getattr(rows[name, call], io_))[index], tensor
+        assert _evaluate_symbols(tensor.symbols, spec.sizes) == tensor.shape, tensor  # the letters say the same
+        assert str(tensor.shape[-1]) in _edge_label(tensor, spec.sizes)
     H = settings.get("hidden_size", 16)
     assert spec.sizes | {"B": B, "S": S, "T": T, "H": H} == spec.sizes
     assert spec.sizes["N"] == sum(max(S - b, 1) for b in range(B))  # real tokens: packing drops the pads
@@ -91,16 +91,16 @@ def test_the_letters_are_checked_against_known_formulas():
 def test_a_bidirectional_encoders_keys_show_2h():
     bi = spec_for("encoder", dict(bidirectional=True, hidden_size=12), 2, 5, 3)
     keys = next(edge for edge in bi.edges if edge.end == "keys")
-    assert keys.shape == (2, 5, 24) and edge_label(keys, bi.sizes) == "outputs (2, 5, 24)\n(B, S, 2H)"
+    assert keys.shape == (2, 5, 24) and _edge_label(keys, bi.sizes) == "outputs (2, 5, 24)\n(B, S, 2H)"
     assert any(node.key == "bridge" and "Linear(24, 12)" in node.text for node in bi.nodes)
     final = next(edge for edge in bi.edges if edge.end == "final")
     assert final.start == "bridge" and final.shape == (2, 12)
     uni = spec_for("encoder", dict(hidden_size=12), 2, 5, 3)
     keys = next(edge for edge in uni.edges if edge.end == "keys")
-    assert keys.shape == (2, 5, 12) and keys.name + " (2, 5, 12)\n(B, S, H)" == edge_label(keys, uni.sizes)
+    assert keys.shape == (2, 5, 12) and keys.name + " (2, 5, 12)\n(B, S, H)" == _edge_label(keys, uni.sizes)
     assert "bridge" not in {node.key for node in uni.nodes}
     decoder = spec_for("decoder", dict(attention="general", bidirectional=True, hidden_size=12), 2, 5, 3)
-    assert any("(B, S, 2H)" in edge_label(edge, decoder.sizes) for edge in decoder.edges if edge.start == "keys")
+    assert any("(B, S, 2H)" in _edge_label(edge, decoder.sizes) for edge in decoder.edges if edge.start == "keys")
 
 
 def test_luong_input_feeding_feeds_the_attentional_state_back():
@@ -130,7 +130,7 @@ def test_every_score_is_drawn_with_its_formula_and_luong_scores_get_luongs_step(
     scaled = spec_for("decoder", dict(attention="scaled_general"), 2, 5, 3)
     assert "ScaledGeneralAttention\nh W k / sqrt(K)" in next(n.text for n in scaled.nodes if n.key == "attn")
     assert "(scaled_general)" in scaled.title
-    state = diagram_state("decoder", 2, 5, 3, attention="scaled_general", input_feeding=True)
+    state = _diagram_state("decoder", 2, 5, 3, attention="scaled_general", input_feeding=True)
     assert state.message == "" and any(edge.feedback for edge in state.spec.edges)  # input feeding kept
 
 
@@ -147,12 +147,12 @@ def test_figures_draw_without_warnings(part, settings, B, S, T):
     spec = spec_for(part, settings, B, S, T)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fig = draw_diagram(spec)
+        fig = _draw_diagram(spec)
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=60)
     assert buffer.getvalue()[:4] == b"\x89PNG"
     texts = [text.get_text() for text in fig.axes[0].texts]
-    assert all(edge_label(edge, spec.sizes) in texts for edge in spec.edges)
+    assert all(_edge_label(edge, spec.sizes) in texts for edge in spec.edges)
     assert all(node.text in texts for node in spec.nodes)
 
 
@@ -170,20 +170,20 @@ def test_bad_parts_and_decoders_without_a_step_diagram_raise():
 
 
 def test_the_state_logic_explains_refused_combinations_instead_of_raising():
-    state = diagram_state("decoder", 2, 5, 3, attention="dot", bidirectional=True)
+    state = _diagram_state("decoder", 2, 5, 3, attention="dot", bidirectional=True)
     assert state.spec is None and "bidirectional" in state.message
-    encoder = diagram_state("encoder", 2, 5, 3, attention="dot", bidirectional=True)  # the decoder is irrelevant
+    encoder = _diagram_state("encoder", 2, 5, 3, attention="dot", bidirectional=True)  # the decoder is irrelevant
     assert encoder.message == "" and encoder.spec.sizes["K"] == 32
-    bahdanau = diagram_state("decoder", 2, 5, 3, attention="bahdanau", input_feeding=True)  # a Luong option
+    bahdanau = _diagram_state("decoder", 2, 5, 3, attention="bahdanau", input_feeding=True)  # a Luong option
     assert bahdanau.message == "" and not any(edge.feedback for edge in bahdanau.spec.edges)
 
 
 def test_parse_shapes_reads_every_trace_format():
-    assert parse_shapes("((2, 1, 8), (1, 2, 8))") == [(2, 1, 8), (1, 2, 8)]
-    assert parse_shapes("PackedSequence(data=(9, 8), batch_sizes=(5,))") == [(9, 8), (5,)]
-    assert parse_shapes("AttentionOutput(context=(2, 8), weights=(2, 4))") == [(2, 8), (2, 4)]
-    assert parse_shapes("(2, 3, 8), (2, 4, 8), (2, 4), None") == [(2, 3, 8), (2, 4, 8), (2, 4)]
-    assert evaluate_symbols("B, 1, E+2H", dict(B=2, E=3, H=5)) == (2, 1, 13)
+    assert _parse_shapes("((2, 1, 8), (1, 2, 8))") == [(2, 1, 8), (1, 2, 8)]
+    assert _parse_shapes("PackedSequence(data=(9, 8), batch_sizes=(5,))") == [(9, 8), (5,)]
+    assert _parse_shapes("AttentionOutput(context=(2, 8), weights=(2, 4))") == [(2, 8), (2, 4)]
+    assert _parse_shapes("(2, 3, 8), (2, 4, 8), (2, 4), None") == [(2, 3, 8), (2, 4, 8), (2, 4)]
+    assert _evaluate_symbols("B, 1, E+2H", dict(B=2, E=3, H=5)) == (2, 1, 13)
 
 
 # ------------------------------------------------------------------------ the widget, driven like a user
@@ -196,7 +196,7 @@ def png_of(ui):
 
 
 def test_changing_a_control_redraws_with_a_new_forward_pass():
-    ui = DiagramExplorer("decoder", attention="bahdanau", hidden_size=16, embedding_size=8)
+    ui = _DiagramExplorer("decoder", attention="bahdanau", hidden_size=16, embedding_size=8)
     first = png_of(ui)
     assert ui.state().spec.sizes["H"] == 16 and ui.input_feeding.disabled
     ui.hidden_size.value = 24
@@ -222,7 +222,7 @@ def test_changing_a_control_redraws_with_a_new_forward_pass():
 
 
 def test_the_encoder_explorer_shows_only_the_encoders_controls():
-    ui = DiagramExplorer("encoder", hidden_size=12)
+    ui = _DiagramExplorer("encoder", hidden_size=12)
     assert ui.target_length not in ui.controls and ui.attention not in ui.controls
     assert ui.bidirectional in ui.controls and ui.batch_size in ui.controls
     ui.bidirectional.value = True
@@ -230,7 +230,7 @@ def test_the_encoder_explorer_shows_only_the_encoders_controls():
 
 
 def test_where_widgets_do_not_render_the_output_falls_back_to_the_png():
-    ui = DiagramExplorer("encoder")
+    ui = _DiagramExplorer("encoder")
     bundle = ui._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert base64.b64decode(bundle["image/png"])[:4] == b"\x89PNG"
@@ -238,16 +238,16 @@ def test_where_widgets_do_not_render_the_output_falls_back_to_the_png():
 
 def test_without_ipywidgets_the_static_figure_is_the_fallback(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # import ipywidgets -> ImportError
-    with pytest.raises(ImportError, match="show_diagram"):
-        DiagramExplorer("encoder")
+    with pytest.raises(ImportError, match="diagram_explorer.*static figure"):
+        _DiagramExplorer("encoder")
     fig = diagram_explorer("decoder", attention="general", input_feeding=True)
     assert fig is not None and "ipywidgets is not installed" in capsys.readouterr().out
-    assert show_diagram("decoder", attention="dot", bidirectional=True) is None
+    assert _show_diagram("decoder", attention="dot", bidirectional=True) is None
     assert "bidirectional" in capsys.readouterr().out
 
 
 def test_the_explorer_accepts_a_notebooks_config():
-    config = diagram_config(attention="bahdanau", bidirectional=True, embedding_size=24, hidden_size=32)
+    config = _diagram_config(attention="bahdanau", bidirectional=True, embedding_size=24, hidden_size=32)
     ui = diagram_explorer("decoder", config, batch_size=3, source_length=9)
-    assert isinstance(ui, DiagramExplorer) and ui.hidden_size.value == 32 and ui.bidirectional.value
+    assert isinstance(ui, _DiagramExplorer) and ui.hidden_size.value == 32 and ui.bidirectional.value
     assert ui.state().spec.sizes == diagrams.diagram_spec("decoder", config, 3, 9, 3).sizes

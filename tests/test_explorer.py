@@ -13,7 +13,7 @@ import torch  # noqa: E402
 
 from course_utils import explorer  # noqa: E402
 from course_utils.explorer import (  # noqa: E402
-    HINT,
+    _HINT,
     AttentionExplorer,
     ExplorerState,
     draw_state,
@@ -136,7 +136,7 @@ def test_beam_mode_shows_the_beam_translation(models):
 def test_empty_box_shows_a_hint_not_an_error(models):
     for text in ("", "   "):
         state = explorer_state(models["bahdanau"], text)
-        assert not state.ok and state.message == HINT
+        assert not state.ok and state.message == _HINT
         assert draw_state(state) is None
     state = explorer_state(models["bahdanau"], "-- ;")  # nothing left after normalisation
     assert not state.ok and "empty after normalisation" in state.message
@@ -215,7 +215,7 @@ def test_figure_text_is_larger_than_matplotlib_default(models):
     for ax in fig.axes:
         texts = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label, ax.title]
         sizes = [text.get_fontsize() for text in texts if text.get_text()]
-        assert sizes and min(sizes) == explorer.FONT_SIZE > default
+        assert sizes and min(sizes) == explorer._FONT_SIZE > default
 
 
 # ------------------------------------------------------------------------ the widget, driven like a user
@@ -248,7 +248,7 @@ def test_explorer_text_slider_model_and_mode_callbacks(models):
 
 def test_explorer_empty_box_hint_and_unknown_words(models):
     ui = AttentionExplorer(models, sentence="")
-    assert HINT.split(",")[0] in ui.summary.value
+    assert _HINT.split(",")[0] in ui.summary.value
     assert ui.output.outputs == () and ui.step.disabled
     ui.text.value = "je suis xylophone ."
     assert not ui.step.disabled
@@ -289,7 +289,7 @@ def test_show_static_picks_model_and_step(models, capsys):
     heat_ax = fig.axes[0]
     assert heat_ax.get_title() == f"attention at step 1 of {explorer_state(models['general'], TEN_WORDS).num_steps}"
     assert show_static(models, "") is None
-    assert HINT in capsys.readouterr().out
+    assert _HINT in capsys.readouterr().out
     with pytest.raises(KeyError, match="choose one of bahdanau, general, none"):
         show_static(models, TEN_WORDS, model_name="dot")
 

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course_utils.viz_padding import PAD_LABEL, plot_batch_masks, plot_masked_scores  # noqa: E402
+from course_utils.viz_padding import _PAD_LABEL, plot_batch_masks, plot_masked_scores  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ def test_padding_is_visible_even_where_the_masked_score_is_zero():
     panels = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title() for ax in panels] == list(scores)
     for ax in panels:
-        bands = [patch for patch in ax.patches if patch.get_label() == PAD_LABEL or patch.get_hatch()]
+        bands = [patch for patch in ax.patches if patch.get_label() == _PAD_LABEL or patch.get_hatch()]
         assert len(bands) == 2  # one per pad
         for band, j in zip(bands, (4, 5)):
             box = band.get_window_extent()
@@ -50,6 +50,6 @@ def test_padding_is_visible_even_where_the_masked_score_is_zero():
             assert centre == pytest.approx(j)
         assert [label.get_text() for label in ax.get_xticklabels()][4:] == ["pad", "pad"]
     legend = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert legend.count(PAD_LABEL) == 1
+    assert legend.count(_PAD_LABEL) == 1
     with pytest.raises(ValueError, match="same scoring functions"):
         plot_masked_scores(scores, {"dot": weights["dot"]}, mask)
