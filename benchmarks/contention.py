@@ -26,11 +26,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICIES = ("today", "course")
+_OPENMP_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 
 
 def worker(policy: str, seconds: float, threads: int, start_at: float) -> None:
-    """Train lecture-bahdanau on the course data for `seconds` and print {"steps_per_s": ...} as JSON."""
-    if policy == "today":
+    """Train lecture-bahdanau on the course data for `seconds` and print {"steps_per_s": ...} as JSON. Every policy
+    but "course" imports torch first, so that OpenMP starts with the environment the parent gave it."""
+    if policy != "course":
         importlib.import_module("torch")  # first: OpenMP starts with the environment as it is
     importlib.import_module("course_utils")  # first for "course": sets the wait policy before torch loads OpenMP
     import torch
@@ -61,9 +63,10 @@ def worker(policy: str, seconds: float, threads: int, start_at: float) -> None:
                       "wait_policy": wait_policy()}))
 
 
-def run(policy: str, copies: int, seconds: float, threads: int) -> list[float]:
+def run(policy: str, copies: int, seconds: float, threads: int, variables: dict[str, str]) -> list[float]:
     """Start `copies` workers that train at the same moment; their steps per second."""
-    env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env = {key: value for key, value in os.environ.items() if key not in _OPENMP_VARIABLES}
+    env.update(variables)
     start_at = time.time() + 25.0  # time enough for every worker to load the data and warm up
     command = [sys.executable, __file__, "--worker", policy, "--seconds", str(seconds), "--threads", str(threads),
                "--start-at", str(start_at)]
@@ -79,35 +82,45 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of all four runs (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads per training (default 2)")
     parser.add_argument("--output", type=Path, help="also write the results as JSON here")
-    parser.add_argument("--worker", choices=POLICIES, help=argparse.SUPPRESS)
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                        help="another setting to compare, e.g. spin:GOMP_SPINCOUNT=20000 (torch imported first)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--start-at", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker, args.seconds, args.threads, args.start_at)
         return
-    alone: dict[str, list[float]] = {policy: [] for policy in POLICIES}
-    pair: dict[str, list[float]] = {policy: [] for policy in POLICIES}
+    settings = {policy: {} for policy in POLICIES}
+    for variant in args.variant:
+        name, _, assignments = variant.partition(":")
+        settings[name] = dict(item.split("=", 1) for item in assignments.split(","))
+    policies = list(settings)
+    alone: dict[str, list[float]] = {policy: [] for policy in policies}
+    pair: dict[str, list[float]] = {policy: [] for policy in policies}
     for round_ in range(args.rounds):
-        for policy in POLICIES if round_ % 2 == 0 else POLICIES[::-1]:
-            alone[policy] += run(policy, 1, args.seconds, args.threads)
-            pair[policy] += run(policy, 2, args.seconds, args.threads)
+        for policy in policies if round_ % 2 == 0 else policies[::-1]:
+            alone[policy] += run(policy, 1, args.seconds, args.threads, settings[policy])
+            pair[policy] += run(policy, 2, args.seconds, args.threads, settings[policy])
             print(f"round {round_ + 1} {policy}: alone {alone[policy][-1]:.2f} steps/s, "
                   f"pair {pair[policy][-2]:.2f} and {pair[policy][-1]:.2f}", flush=True)
     rows = {policy: {"alone_steps_per_s": statistics.median(alone[policy]),
                      "pair_steps_per_s": statistics.median(pair[policy]),
                      "pair_slowdown": statistics.median(alone[policy]) / statistics.median(pair[policy]),
                      "worst_pair_slowdown": statistics.median(alone[policy]) / min(pair[policy])}
-            for policy in POLICIES}
+            for policy in policies}
     print("\n| policy | alone (steps/s) | each of two at once (steps/s) | slowdown (median) | slowdown (worst) |")
     print("|---|---|---|---|---|")
     for policy, row in rows.items():
         print(f"| {policy} | {row['alone_steps_per_s']:.2f} | {row['pair_steps_per_s']:.2f} | "
               f"{row['pair_slowdown']:.2f}x | {row['worst_pair_slowdown']:.2f}x |")
+    for policy in policies[1:]:
+        ratio = rows[policy]["alone_steps_per_s"] / rows["today"]["alone_steps_per_s"]
+        print(f"alone, {policy} against today's: {ratio:.3f}x")
     course_vs_today = rows["course"]["alone_steps_per_s"] / rows["today"]["alone_steps_per_s"]
-    print(f"\nalone, course policy against today's: {course_vs_today:.3f}x")
     if args.output:
         args.output.write_text(json.dumps({"command": " ".join(["python", "benchmarks/contention.py", *sys.argv[1:]]),
                                            "seconds": args.seconds, "rounds": args.rounds, "threads": args.threads,
+                                           "settings": settings,
                                            "alone": alone, "pair": pair, "summary": rows,
                                            "course_alone_vs_today": course_vs_today}, indent=1) + "\n")
 

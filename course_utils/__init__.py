@@ -1,19 +1,19 @@
 """course_utils: the tested code behind the *Dissecting Attention* notebooks.
 
-The library is flat and in the notebooks' order, one idea per module:
+The library is flat and in the notebooks' order, one idea per module. It is not the tooling: the command line
+(cli/), the exercises (exercises/) and the README's two commands (bootstrap) sit on top of it, and the offline site
+lives outside the package (tools/site).
 
-    01      corpus, vocab, data                                  the data path: file -> pairs -> ids -> batches
-    02      runtime, encoder, shapes, timing                     where code runs; the encoder; shapes and speed
-    03-04   attention, decoder, seq2seq, diagrams, diagram_layouts   the model core
-    04-05   recipes, loss, train, cuda_graphs, evaluate, checkpoints  training, evaluating, saving
-    05-07   search (the decoding algorithms), translate, metrics, viz, viz_padding, explorer
-    08      classifier                                           attention for classification
-    04-08   claims                                               what the notebooks say about trained models
-    all     exercises/                                           one module of self-checks per notebook
-
-The course's tooling uses the library and is used by no notebook: cli/ (the command line `python -m course_utils`,
-batch translation, pretrain and the class's model archive), site/ (the offline site and the slides: build, export,
-pages, offline check, slides, static files), bootstrap (the README's two commands).
+    01      corpus, vocab, data                        the data path: file -> pairs -> ids -> batches
+    02      runtime, encoder, shapes, timing           where code runs; the encoder; shapes and speed
+    03-04   attention, decoder, seq2seq, diagrams      the model core: plain step loops, one Translator interface
+    04-05   recipes, loss, train, evaluate             training and evaluating; fast/ holds the fast paths, pinned
+                                                       to the plain loops by tests
+    04-08   checkpoints, zoo                           one file format; every model the notebooks load
+    05-07   search, translate, metrics, viz, explorer  decoding and reading attention
+    08-10   classifier, transformer, alignment, explanation   further: classification, the Transformer, alignment
+    04-10   claims                                     what the notebooks say about trained models
+    beside  diagram_layouts, viz_padding, overview, classic (the 2017 tutorial's recipe), linear_attention
 
 Shape letters, in every docstring and shape comment (tensors are batch-first):
 

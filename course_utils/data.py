@@ -203,14 +203,14 @@ class TranslationDataset(Dataset):
         return self.items[index]
 
 
-def lengths_to_mask(lengths: Tensor, max_length: int | None = None) -> Tensor:
+def lengths_to_mask(lengths: Tensor, width: int | None = None) -> Tensor:
     """The padding mask of sequences with these lengths: True on real tokens, False on padding.
 
-    lengths (B,) long -> mask (B, S) bool with S = `max_length` (default: the longest length), on lengths' device.
+    lengths (B,) long -> mask (B, S) bool with S = `width` (default: the longest length), on lengths' device.
     Introduced in notebook 01.
     """
-    max_length = int(lengths.max()) if max_length is None else max_length
-    positions = torch.arange(max_length, device=lengths.device)  # (S,)
+    width = int(lengths.max()) if width is None else width
+    positions = torch.arange(width, device=lengths.device)  # (S,)
     return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (1, S) < (B, 1) -> (B, S)
 
 

@@ -31,7 +31,7 @@ from torch import Tensor
 from course_utils.runtime import eval_mode
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
-__all__ = ["default_max_lengths", "forbid_special_tokens", "DecodedBatch", "greedy_decode", "sample_decode",
+__all__ = ["default_max_steps", "forbid_special_tokens", "DecodedBatch", "greedy_decode", "sample_decode",
            "Hypothesis", "beam_step", "beam_search", "ForcedDecode", "force_decode"]
 
 # Default output length cap: a translation may be at most `_LENGTH_RATIO * source length + _LENGTH_MARGIN` tokens
@@ -41,7 +41,7 @@ _LENGTH_RATIO = 2.0
 _LENGTH_MARGIN = 5
 
 
-def default_max_lengths(src_lengths: Tensor) -> Tensor:
+def default_max_steps(src_lengths: Tensor) -> Tensor:
     """Per-sentence output length cap `ceil(_LENGTH_RATIO * S_b) + _LENGTH_MARGIN`.
 
     Args:
@@ -79,7 +79,7 @@ def _step_weights(weights: Tensor | None, source_length: int) -> Tensor | None:
     """Attention weights of one step restricted to the real source positions: (B, S) or None."""
     if weights is None:
         return None
-    return weights[..., :source_length]  # (B, S) location attention has max_length slots; keep the first S
+    return weights[..., :source_length]  # (B, S) location attention has location_slots slots; keep the first S
 
 
 # ------------------------------------------------------------------------------------------ greedy and sampling
@@ -102,7 +102,7 @@ class DecodedBatch(NamedTuple):
 
 
 @torch.no_grad()
-def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | None = None) -> DecodedBatch:
+def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_steps: int | None = None) -> DecodedBatch:
     """Batched greedy decoding: at every step feed back the most probable token; stop each row at EOS.
 
     PAD and SOS are never chosen (they are never targets). The model runs in eval mode (its previous mode is
@@ -112,19 +112,19 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_length: int | Non
         model: a `Seq2Seq` (anything with `encode` and `decoder.step`).
         src: (B, S) source ids, PAD-padded, each row ending with EOS.
         src_lengths: (B,) source lengths (EOS included).
-        max_length: cap on output tokens (EOS included) for every row; None derives one cap per sentence from its
-            source length (`default_max_lengths`), so long sentences are not cut at the corpus' MAX_LENGTH.
+        max_steps: cap on output tokens (EOS included) for every row; None derives one cap per sentence from its
+            source length (`default_max_steps`), so long sentences are not cut at the corpus' MAX_LENGTH.
     Returns:
         DecodedBatch(tokens (B, T), lengths (B,), attention (B, T, S) or None, log_prob (B,)).
 
     Introduced in notebook 05.
     """
-    return _decode_loop(model, src, src_lengths, max_length, lambda log_probs: log_probs.argmax(dim=-1))
+    return _decode_loop(model, src, src_lengths, max_steps, lambda log_probs: log_probs.argmax(dim=-1))
 
 
 @torch.no_grad()
 def sample_decode(model, src: Tensor, src_lengths: Tensor, temperature: float = 1.0, top_k: int | None = None,
-                  generator: torch.Generator | None = None, max_length: int | None = None) -> DecodedBatch:
+                  generator: torch.Generator | None = None, max_steps: int | None = None) -> DecodedBatch:
     """Batched random sampling: at every step draw the next token from softmax(log_probs / temperature), cut to
     the `top_k` most probable tokens when given; feed it back; stop each row at EOS.
 
@@ -134,7 +134,7 @@ def sample_decode(model, src: Tensor, src_lengths: Tensor, temperature: float = 
     `torch.Generator` on the model's device makes a batch reproducible), else from torch's global random state.
 
     Args:
-        model, src, src_lengths, max_length: as for `greedy_decode`.
+        model, src, src_lengths, max_steps: as for `greedy_decode`.
         temperature: >= 0.
         top_k: None (the whole vocabulary) or k >= 1.
         generator: the random source.
@@ -155,10 +155,10 @@ def sample_decode(model, src: Tensor, src_lengths: Tensor, temperature: float = 
             scaled = scaled.masked_fill(scaled < kth_best, -math.inf)  # only the k best stay possible
         return torch.multinomial(scaled.softmax(dim=-1), 1, generator=generator).squeeze(1)  # (B,)
 
-    return _decode_loop(model, src, src_lengths, max_length, draw)
+    return _decode_loop(model, src, src_lengths, max_steps, draw)
 
 
-def _decode_loop(model, src: Tensor, src_lengths: Tensor, max_length: int | None,
+def _decode_loop(model, src: Tensor, src_lengths: Tensor, max_steps: int | None,
                  choose: Callable[[Tensor], Tensor]) -> DecodedBatch:
     """The batched loop of greedy and sampling: `choose(log_probs (B, V)) -> next tokens (B,)` at every step."""
     if src.dim() != 2:
@@ -170,8 +170,8 @@ def _decode_loop(model, src: Tensor, src_lengths: Tensor, max_length: int | None
         src = src.to(device)
         src_lengths = src_lengths.cpu()
         batch_size, source_length = src.shape
-        caps = (default_max_lengths(src_lengths) if max_length is None
-                else torch.full((batch_size,), int(max_length), dtype=torch.long)).to(device)  # (B,)
+        caps = (default_max_steps(src_lengths) if max_steps is None
+                else torch.full((batch_size,), int(max_steps), dtype=torch.long)).to(device)  # (B,)
 
         memory, state = model.encode(src, src_lengths)
         prev_tokens = torch.full((batch_size,), SOS_ID, dtype=torch.long, device=device)  # (B,)
@@ -251,7 +251,7 @@ def _extend_weights(alive_weights: Tensor | None, step_weights: Tensor | None, p
 
 
 @torch.no_grad()
-def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None = None,
+def beam_search(model, src: Tensor, beam_width: int = 5, max_steps: int | None = None,
                 length_penalty: float = 1.0) -> list[Hypothesis]:
     """Beam search for one sentence; returns every hypothesis it completed, best (highest score) first.
 
@@ -265,7 +265,7 @@ def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None 
         model: a `Seq2Seq`.
         src: (S,) source ids ending with EOS (no padding).
         beam_width: k >= 1.
-        max_length: cap on output tokens (EOS included); None derives it from the source length.
+        max_steps: cap on output tokens (EOS included); None derives it from the source length.
         length_penalty: exponent of the length normalisation.
     Returns:
         list of `Hypothesis(tokens, score, attention (T, S) or None, log_prob, finished)`, sorted by score.
@@ -282,7 +282,7 @@ def beam_search(model, src: Tensor, beam_width: int = 5, max_length: int | None 
         device = model.device
         source_length = src.size(0)
         src_lengths = torch.tensor([source_length])  # (1,)
-        cap = int(default_max_lengths(src_lengths)[0]) if max_length is None else int(max_length)
+        cap = int(default_max_steps(src_lengths)[0]) if max_steps is None else int(max_steps)
 
         memory, state = model.encode(src.to(device).unsqueeze(0), src_lengths)  # batch of one
         alive_tokens = torch.empty(1, 0, dtype=torch.long, device=device)  # (N, t) N open hypotheses

@@ -162,7 +162,7 @@ def _to_translation(words, unknown, tgt_vocab, output_ids: list[int], attention:
     return Translation(words + [EOS_TOKEN], output_tokens, attention, score, unknown)
 
 
-def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1, max_length: int | None = None,
+def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1, max_steps: int | None = None,
               replace_unknown: bool = False) -> Translation:
     """Translate one raw sentence (normalised like the corpus first).
 
@@ -171,7 +171,7 @@ def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1, m
         src_vocab, tgt_vocab: the vocabularies the model was trained with.
         sentence: raw text, any length.
         beam_width: 1 = greedy decoding, k > 1 = beam search (best hypothesis).
-        max_length: output cap (EOS included); None derives it from the source length.
+        max_steps: output cap (EOS included); None derives it from the source length.
         replace_unknown: replace each output <unk> by its most attended source word (`replace_unknown_words`).
     Returns:
         Translation(source_tokens, output_tokens, attention (T, S) or None, score, unknown_words, replacements).
@@ -180,7 +180,7 @@ def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1, m
 
     Introduced in notebook 06.
     """
-    return translate_batch(model, src_vocab, tgt_vocab, [sentence], beam_width=beam_width, max_length=max_length,
+    return translate_batch(model, src_vocab, tgt_vocab, [sentence], beam_width=beam_width, max_steps=max_steps,
                            replace_unknown=replace_unknown)[0]
 
 
@@ -202,7 +202,7 @@ def translate_forced(model, src_vocab, tgt_vocab, sentence: str, output: str) ->
 
 
 def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_width: int = 1,
-                    batch_size: int = 64, max_length: int | None = None,
+                    batch_size: int = 64, max_steps: int | None = None,
                     replace_unknown: bool = False) -> list[Translation]:
     """Translate many raw sentences; greedy decoding runs in batches of similar length, results keep input order.
 
@@ -211,7 +211,7 @@ def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_
         sentences: raw sentences (each must be translatable; see `prepare_source`).
         beam_width: 1 = batched greedy; k > 1 = beam search one sentence at a time.
         batch_size: sentences per greedy batch.
-        max_length: output cap (EOS included); None derives one per sentence.
+        max_steps: output cap (EOS included); None derives one per sentence.
         replace_unknown: replace each output <unk> by its most attended source word (`replace_unknown_words`).
     Returns:
         one `Translation` per sentence, in input order.
@@ -219,12 +219,12 @@ def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_
     Introduced in notebook 06.
     """
     results = translate_sources(model, tgt_vocab, [prepare_source(src_vocab, sentence) for sentence in sentences],
-                                beam_width=beam_width, batch_size=batch_size, max_length=max_length)
+                                beam_width=beam_width, batch_size=batch_size, max_steps=max_steps)
     return [replace_unknown_words(result) for result in results] if replace_unknown else results
 
 
 def translate_sources(model, tgt_vocab, prepared: Sequence[Source], beam_width: int = 1, batch_size: int = 64,
-                      max_length: int | None = None) -> list[Translation]:
+                      max_steps: int | None = None) -> list[Translation]:
     """The decoding half of `translate_batch`: sentences already made ready by `prepare_source` -> one
     `Translation` per sentence, in input order (greedy in batches of similar length, or beam search one by one).
     Introduced in notebook 06."""
@@ -233,12 +233,12 @@ def translate_sources(model, tgt_vocab, prepared: Sequence[Source], beam_width: 
     results: list[Translation | None] = [None] * len(prepared)
     if beam_width > 1:
         for i, (words, ids, unknown) in enumerate(prepared):
-            best = beam_search(model, torch.tensor(ids), beam_width=beam_width, max_length=max_length)[0]
+            best = beam_search(model, torch.tensor(ids), beam_width=beam_width, max_steps=max_steps)[0]
             results[i] = _to_translation(words, unknown, tgt_vocab, best.tokens, best.attention, best.score)
     else:
         for chunk in length_batches([len(ids) for _, ids, _ in prepared], batch_size):
             src, src_lengths = pad_ids([torch.tensor(prepared[i][1]) for i in chunk])  # (B, S), (B,)
-            output = greedy_decode(model, src.to(model.device), src_lengths, max_length=max_length)
+            output = greedy_decode(model, src.to(model.device), src_lengths, max_steps=max_steps)
             for row, i in enumerate(chunk):
                 words, ids, unknown = prepared[i]
                 length = int(output.lengths[row])

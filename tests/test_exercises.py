@@ -66,7 +66,7 @@ def dot_attention_with(module):
 
 
 def greedy_with_package(model, src_ids, max_length):
-    output = search.greedy_decode(model, src_ids.unsqueeze(0), torch.tensor([len(src_ids)]), max_length=max_length)
+    output = search.greedy_decode(model, src_ids.unsqueeze(0), torch.tensor([len(src_ids)]), max_steps=max_length)
     return output.tokens[0, :int(output.lengths[0])].tolist()
 
 

@@ -92,18 +92,18 @@ def test_length_cap_follows_each_source_length_not_max_length(tiny_course_data):
     long_sentence = " ".join(["je suis fatigue"] * 8) + " ."  # 25 words, far over MAX_LENGTH
     src, lengths = batch_of(tiny_course_data, ["il est grand .", long_sentence])
     output = search.greedy_decode(model, src, lengths)
-    caps = search.default_max_lengths(lengths)
+    caps = search.default_max_steps(lengths)
     assert output.lengths.tolist() == caps.tolist()
     assert caps[1] > caps[0] > 0 and caps[1] > MAX_LENGTH
     assert (output.tokens[0, int(caps[0]):] == PAD_ID).all()  # the short row stopped, then padded
-    assert search.greedy_decode(model, src, lengths, max_length=3).tokens.shape[1] == 3
+    assert search.greedy_decode(model, src, lengths, max_steps=3).tokens.shape[1] == 3
 
 
 def test_pad_and_sos_are_never_produced(tiny_course_data):
     model = small_model(tiny_course_data)
     force_output_bias(model, PAD_ID)
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])
-    output = search.greedy_decode(model, src, lengths, max_length=6)
+    output = search.greedy_decode(model, src, lengths, max_steps=6)
     assert PAD_ID not in output.tokens[0, :int(output.lengths[0])].tolist()
     assert SOS_ID not in output.tokens[0].tolist()
 
@@ -175,7 +175,7 @@ def test_sampling_is_reproducible_with_a_seed_and_varies_without_one(tiny_course
 def test_sampling_with_top_k_draws_only_among_the_k_best_and_never_pad_or_sos(tiny_course_data):
     model = small_model(tiny_course_data, seed=7)
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."] * 16)
-    sampled = search.sample_decode(model, src, lengths, temperature=5.0, top_k=3, max_length=1,
+    sampled = search.sample_decode(model, src, lengths, temperature=5.0, top_k=3, max_steps=1,
                                    generator=torch.Generator().manual_seed(1))  # one step: the first token
     memory, state = model.encode(src[:1], lengths[:1])
     with torch.no_grad():
@@ -194,8 +194,8 @@ def test_decoding_asks_the_decoder_whether_the_source_fits(tiny_course_data, mon
     asked = []
     monkeypatch.setattr(model.decoder, "check_source_length", asked.append)  # the decoder owns the rule
     src, lengths = batch_of(tiny_course_data, ["je suis fatigue ."])
-    search.greedy_decode(model, src, lengths, max_length=2)
-    search.beam_search(model, src[0], beam_width=2, max_length=2)
+    search.greedy_decode(model, src, lengths, max_steps=2)
+    search.beam_search(model, src[0], beam_width=2, max_steps=2)
     search.force_decode(model, src[0], torch.tensor([EOS_ID]))
     assert asked == [src.shape[1]] * 3
 

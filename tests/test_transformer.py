@@ -93,16 +93,16 @@ def test_decoding_functions_and_translate_work_with_the_transformer(tiny_course_
     d = tiny_course_data
     model = tiny_model(len(d.src_vocab), len(d.tgt_vocab))
     src, src_lengths, _ = tiny_batch()
-    greedy = greedy_decode(model, src, src_lengths, max_length=6)
+    greedy = greedy_decode(model, src, src_lengths, max_steps=6)
     assert greedy.tokens.shape[0] == 2 and greedy.attention.shape[:2] == greedy.tokens.shape
-    hypotheses = beam_search(model, src[0], beam_width=3, max_length=6)
+    hypotheses = beam_search(model, src[0], beam_width=3, max_steps=6)
     assert len(hypotheses) == 3
-    best_greedy = greedy_decode(model, src[:1], src_lengths[:1], max_length=6)
-    assert beam_search(model, src[0], beam_width=1, max_length=6)[0].tokens == best_greedy.tokens[0, :int(
+    best_greedy = greedy_decode(model, src[:1], src_lengths[:1], max_steps=6)
+    assert beam_search(model, src[0], beam_width=1, max_steps=6)[0].tokens == best_greedy.tokens[0, :int(
         best_greedy.lengths[0])].tolist()
     forced = force_decode(model, src[0], torch.tensor([4, 5, 2]))
     assert forced.log_probs.shape == (3, len(d.tgt_vocab)) and forced.attention.shape == (3, 5)
-    sampled = sample_decode(model, src, src_lengths, generator=torch.Generator().manual_seed(0), max_length=6)
+    sampled = sample_decode(model, src, src_lengths, generator=torch.Generator().manual_seed(0), max_steps=6)
     assert sampled.tokens.shape[0] == 2
     result = translate(model, d.src_vocab, d.tgt_vocab, d.splits.train[0].source, beam_width=2)
     assert result.attention.shape == (len(result.output_tokens), len(result.source_tokens))

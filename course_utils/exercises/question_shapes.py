@@ -168,7 +168,7 @@ def nb05_greedy() -> Shapes:
     with torch.no_grad():
         model.decoder.out.bias[EOS_ID] = -1e4  # no row ends early: every row runs to the cap
     src, lengths = _padded([5, 4, 2], 20)
-    output = greedy_decode(model, src, lengths, max_length=6)
+    output = greedy_decode(model, src, lengths, max_steps=6)
     return _shapes(output.tokens, output.lengths, output.attention, output.log_prob)
 
 
@@ -210,7 +210,7 @@ def nb07_sample() -> Shapes:
 
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
     src_ids, _ = _padded([6], 20)
-    output = sample_decode(model, src_ids.repeat(8, 1), torch.full((8,), 6), temperature=1.0, max_length=1,
+    output = sample_decode(model, src_ids.repeat(8, 1), torch.full((8,), 6), temperature=1.0, max_steps=1,
                            generator=torch.Generator().manual_seed(0))
     return _shapes(output.tokens, output.attention, output.log_prob)
 

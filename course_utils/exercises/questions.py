@@ -1,5 +1,5 @@
 """Questions to think about: a few "predict the shape" and concept questions per notebook, answered on the course
-site (`python -m course_utils site --output DIR`): folded under each question on the notebook's page, and all
+site (`python -m tools.site --output DIR`): folded under each question on the notebook's page, and all
 together on the solutions page (DIR/solutions.html).
 
 `QUESTIONS` maps a notebook id ("00" ... "10", the NN of notebooks/NN_name.ipynb and of the exercise modules
@@ -21,7 +21,7 @@ from course_utils.exercises.question_shapes import Shapes
 
 KINDS = ("shape", "concept")
 KIND_LABELS = {"shape": "predict the shape", "concept": "concept"}
-SITE_COMMAND = "python -m course_utils site --output DIR"
+SITE_COMMAND = "python -m tools.site --output DIR"
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "shape (), the mean negative log-probability over the real target tokens only "
                "(`ignore_index=PAD_ID`).",
                ((8, 7), (8,), ()), question_shapes.nb05_loss),
-        _shape("05", "`search.greedy_decode(model, src, src_lengths, max_length=6)` runs on 3 sentences, `src` (3, 5), "
+        _shape("05", "`search.greedy_decode(model, src, src_lengths, max_steps=6)` runs on 3 sentences, `src` (3, 5), "
                      "with a Bahdanau model and 40 target words, and no row produces `<eos>` before the cap. What "
                      "shapes have `tokens`, `lengths`, `attention` and `log_prob`?",
                "`tokens` (3, 6), `lengths` (3,), `attention` (3, 6, 5) and `log_prob` (3,): one row per sentence, "
@@ -272,7 +272,7 @@ QUESTIONS: dict[str, list[Question]] = {
                "the parent `i // V` and the new word `i % V`.",
                ((4, 6, 32), (4, 40), (160,)), question_shapes.nb07_beam_step),
         _shape("07", "`sample_decode` draws the first word of one 6-token sentence 8 times: `src_ids.repeat(8, 1)`, "
-                     "`max_length=1`. What shapes have `tokens`, `attention` and `log_prob`?",
+                     "`max_steps=1`. What shapes have `tokens`, `attention` and `log_prob`?",
                "`tokens` (8, 1), `attention` (8, 1, 6) and `log_prob` (8,): the 8 copies are a batch, each row "
                "one independent draw of one step; the attention has one row per output step over the 6 source "
                "tokens; `log_prob` is the model's (untempered) log-probability of each row's tokens.",
@@ -386,7 +386,7 @@ def questions_markdown(notebook: str | int) -> str:
 def show_questions(notebook: str | int):
     """The notebook's "predict the shape" and concept questions, without their answers, as Markdown to display
     (an IPython `Markdown` object; the plain string where IPython is missing). The answers are on the solutions
-    page of the course site (`python -m course_utils site --output DIR`). Introduced in notebook 01."""
+    page of the course site (`python -m tools.site --output DIR`). Introduced in notebook 01."""
     text = questions_markdown(notebook)
     try:
         from IPython.display import Markdown
