@@ -114,7 +114,7 @@ def _greedy_cases() -> list[tuple[torch.Tensor, list[int]]]:
     for ids in GREEDY_SOURCES:
         src_ids = torch.tensor(list(ids) + [EOS_ID])  # (S,)
         output = greedy_decode(model, src_ids.unsqueeze(0), torch.tensor([len(src_ids)]),
-                               max_length=GREEDY_MAX_LENGTH)
+                               max_steps=GREEDY_MAX_LENGTH)
         cases.append((src_ids, output.tokens[0, :int(output.lengths[0])].tolist()))
     return cases
 
