@@ -1,4 +1,4 @@
-"""How long the attention explorer takes to redraw on the CPU, for a 10-word sentence (issue: well under 0.5 s).
+"""How long the attention explorer takes to redraw on the CPU, for a 10-word sentence (the aim: well under 0.5 s).
 
     .venv/bin/python benchmarks/explorer_redraw.py                      # lecture-size random model (no training)
     .venv/bin/python benchmarks/explorer_redraw.py --recipe lecture-bahdanau   # a cached trained model
@@ -48,9 +48,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.recipe:
-        from course_utils.recipes import load_or_train
+        from course_utils.runtime import fast_mode
+        from course_utils.zoo import load_or_train
 
-        trained = load_or_train(args.recipe, log=None)
+        trained = load_or_train(args.recipe, fast=fast_mode(), log=None)
     else:
         trained = random_lecture_model()
     ui = AttentionExplorer({"model": trained}, sentence=SENTENCE)

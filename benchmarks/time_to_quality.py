@@ -9,8 +9,8 @@
 Everything trains on the same split (data.load_course_data(), seed 0) and is scored on the same test sentences with
 the same sacreBLEU settings (metrics.corpus_scores). Training time excludes the per-epoch dev evaluation.
 Targets: the default lecture recipe beats the classic recipe's test BLEU in under 2 minutes of training and the full
-recipe at least doubles it in under 10 minutes (issue 4); test BLEU 50 or more for the lecture recipe (greedy) and 66
-or more for the full recipe (beam 5) in the same times (issue 15). For each recipe it also prints its curve of
+recipe at least doubles it in under 10 minutes; test BLEU 50 or more for the lecture recipe (greedy) and 66
+or more for the full recipe (beam 5) in the same times. For each recipe it also prints its curve of
 quality against time: greedy dev BLEU after every epoch against the training seconds so far.
 """
 from __future__ import annotations
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
         verdicts.append("(baseline)")
         print(f"  classic: test BLEU {baseline['bleu']:.2f} after {baseline['seconds']:.0f} s", flush=True)
 
-    # (recipe, time budget, time limit s, BLEU factor over classic (issue 4), test BLEU goal (issue 15))
+    # (recipe, time budget, time limit s, BLEU factor over classic, test BLEU goal)
     runs = [(args.lecture, 20.0 if args.quick else None, 120.0, 1.0, 50.0)]
     if not args.skip_full:
         runs.append((args.full, 40.0 if args.quick else None, 600.0, 2.0, 66.0))

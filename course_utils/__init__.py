@@ -26,13 +26,4 @@ Shape letters, in every docstring and shape comment (tensors are batch-first):
     A   attention size: the hidden layer of the additive and concat scorers
     V   vocabulary size (the English one for the decoder's log-probabilities)
 """
-import os as _os
-import sys as _sys
-
 __version__ = "0.1.0"
-
-# Waiting OpenMP threads sleep instead of spinning (unless the environment says otherwise), so that two trainings on
-# one machine share its cores instead of slowing each other tenfold (benchmarks/results/contention.md). OpenMP reads
-# the setting once, when torch loads it: importing course_utils before torch, as every notebook does, is in time.
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-_TORCH_LOADED_FIRST = "torch" in _sys.modules  # then OpenMP had already read its settings (runtime.wait_policy)

@@ -4,7 +4,7 @@
     if fast_mode(): ...                      # COURSE_FAST=1: train briefly (CI, smoke tests)
     with eval_mode(model): ...               # dropout off inside, the model's previous mode restored after
     set_threads()                            # CPU threads for training: COURSE_THREADS, else torch's count, at most 4
-    wait_policy()                            # how waiting OpenMP threads behave: 'passive' (the course's) or not
+    wait_policy()                            # how idle OpenMP threads wait: OMP_WAIT_POLICY, else spinning
     seed = course_seed(0)                    # COURSE_SEED when set, else the default given
 
 Introduced in notebook 01 (fast mode); `resolve_device` in notebook 02.
@@ -124,15 +124,10 @@ def set_threads(threads: int | None = None, log: Callable[[str], None] | None = 
 
 
 def wait_policy() -> str:
-    """How this process's waiting OpenMP threads behave, as OpenMP read it when torch loaded it: "passive" (they
-    sleep: the course's setting, made when course_utils is imported before torch), or what else was in force, with
-    the fix when torch was imported first."""
-    import course_utils
-
+    """How this process's idle OpenMP threads wait, as the environment told OpenMP when torch loaded it:
+    "passive" (they sleep: OMP_WAIT_POLICY=PASSIVE, the setting for a machine several trainings share; see
+    benchmarks/results/contention.md), "active", or OpenMP's default (they spin a while first: fastest alone)."""
     policy = os.environ.get("OMP_WAIT_POLICY", "").strip().lower()
-    if course_utils._TORCH_LOADED_FIRST and policy == "passive":
-        return ("spinning (torch was imported before course_utils: import course_utils first, or set "
-                "OMP_WAIT_POLICY=PASSIVE before starting Python)")
     return policy or "OpenMP's default (spinning)"
 
 

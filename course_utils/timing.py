@@ -129,7 +129,8 @@ def forward_backward(model: Seq2Seq, batch: Batch, decode: Callable | None = Non
         model: a Seq2Seq, on the device of `batch`.
         batch: Batch with src (B, S), src_lengths (B,), tgt (B, T).
         decode: called as decode(tgt_in (B, T), state, memory) and returning a DecoderOutput, e.g.
-            model.decoder.decode_steps (the plain step loop); default: model.decoder (its fast path, if any).
+            model.decoder.decode_steps or course_utils.fast.recurrences.FastDecoder(model.decoder) (the fused
+            recurrence); default: model.decoder (its forward, the teacher-forced step loop).
     Returns:
         The loss, a float.
 
