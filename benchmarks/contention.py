@@ -1,7 +1,7 @@
 """Two trainings on one machine: the lecture recipe's training step alone and with a second training beside it,
 under OpenMP's default wait policy and under others, side by side in one run.
 
-    python benchmarks/contention.py                    # ~6 minutes on 2 cores
+    python benchmarks/contention.py                    # about 8 minutes on 2 cores
     python benchmarks/contention.py --seconds 10 --rounds 2 --threads 2
 
 Each training runs in its own process, since OpenMP reads its settings once, when torch loads it: "default" sets
