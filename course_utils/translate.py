@@ -1,18 +1,5 @@
 """Translating text: raw sentences in, `Translation`s out, on top of the decoding algorithms of `search`.
-
-    translation = translate(model, src_vocab, tgt_vocab, "Je suis très fatigué.")     # greedy; beam_width=5
-    translation.text, translation.output_tokens, translation.attention                 # (T, S) attention
-    translate_batch(model, src_vocab, tgt_vocab, sentences)                            # many, batched greedy
-    translate_sources(model, tgt_vocab, [prepare_source(src_vocab, s) for s in sentences])   # the same, in two steps
-    translate_forced(model, src_vocab, tgt_vocab, sentence, "i m very tired .")        # a given output, scored
-    translate(..., replace_unknown=True)                                               # <unk> -> source word
-
-    prepare_source     normalise a sentence like the corpus -> Source(words, ids with EOS, unknown); refuse empty input
-    replace_unknown_words   each output <unk> replaced by the source word its attention row weights most
-    attention_table    the (T, S) attention as plain text (the command line's --show-attention)
-
-Introduced in notebook 06 (translate, Translation) and notebook 07 (unknown-word replacement).
-"""
+Introduced in notebook 06 (translate, Translation) and notebook 07 (unknown-word replacement)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -31,25 +18,14 @@ __all__ = ["Translation", "Source", "prepare_source", "clip_text", "source_warni
 
 
 class Translation(NamedTuple):
-    """One translated sentence, ready to print or plot.
+    """One translated sentence, ready to print or plot. Introduced in notebook 06."""
 
-    source_tokens: the normalised source words plus "<eos>" (unknown words kept as typed; the model saw "<unk>").
-    output_tokens: the output words, ending with "<eos>" when the model produced it.
-    attention:     (T, S) with T = len(output_tokens), S = len(source_tokens); None without attention.
-    score:         log-probability of the output (greedy) or the hypothesis' length-normalised score (beam).
-    unknown_words: source words missing from the vocabulary (they were fed as "<unk>").
-    replacements:  (output position t, source position j) of each "<unk>" replaced by source word j
-                   (`replace_unknown_words`); empty otherwise.
-
-    Introduced in notebook 06.
-    """
-
-    source_tokens: list[str]
-    output_tokens: list[str]
-    attention: Tensor | None
-    score: float
-    unknown_words: list[str]
-    replacements: tuple[tuple[int, int], ...] = ()
+    source_tokens: list[str]  # normalised source words (unknown ones as typed; the model saw <unk>) plus "<eos>"
+    output_tokens: list[str]  # output words, ending with "<eos>" when the model produced it
+    attention: Tensor | None  # (T, S), T = len(output_tokens), S = len(source_tokens); None without attention
+    score: float  # log-probability of the output (greedy, forced) or the length-normalised score (beam)
+    unknown_words: list[str]  # source words missing from the vocabulary
+    replacements: tuple[tuple[int, int], ...] = ()  # (t, j): output <unk> t replaced by source word j
 
     @property
     def text(self) -> str:
@@ -66,19 +42,9 @@ class Source(NamedTuple):
 
 
 def prepare_source(src_vocab, sentence: str) -> Source:
-    """Normalise a raw sentence and turn it into ids; refuse input the model cannot translate.
+    """Normalise a raw sentence like the corpus and turn it into ids, EOS appended. Introduced in notebook 06.
 
-    Args:
-        src_vocab: the source `Vocab`.
-        sentence: raw text, e.g. "Je suis très fatigué."
-    Returns:
-        Source(words, ids with EOS appended, unknown words): the one text path of translation (the command line
-        checks its lines with it too, then translates what it prepared with `translate_sources`).
-    Raises:
-        ValueError: the sentence is empty after normalisation, or every word is unknown.
-
-    Introduced in notebook 06.
-    """
+    Raises TypeError for a non-str, ValueError when nothing is left after normalisation or every word is unknown."""
     if not isinstance(sentence, str):
         raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
     normalised = normalize_string(sentence)
@@ -88,7 +54,7 @@ def prepare_source(src_vocab, sentence: str) -> Source:
                          "type a sentence such as 'je suis fatigue .'")
     ids = src_vocab.encode(normalised, add_eos=True)
     unknown = [word for word, index in zip(words, ids) if index == UNK_ID]
-    if len(unknown) == len(words):  # the words are named once, clipped: a 10,000-letter token stays one line
+    if len(unknown) == len(words):
         raise ValueError(f"every word is unknown to this model's vocabulary ({clip_text(', '.join(unknown))}); "
                          "the model was trained on French sentences such as 'je suis fatigue .'; check the "
                          "language direction and spelling")
@@ -97,40 +63,23 @@ def prepare_source(src_vocab, sentence: str) -> Source:
 
 def clip_text(text: str, limit: int = 60) -> str:
     """`text` cut to at most `limit` characters, with the total length said when cut (for error messages)."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text):,} characters)"
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def source_warnings(words: Sequence[str], unknown: Sequence[str]) -> list[str]:
-    """What to tell the user about a translatable source (words and unknown words from `prepare_source`).
-
-    Unknown words (clipped: a pasted 10,000-letter token is named once, briefly) and a source with no word at
-    all, only punctuation, which the model translates into a guess.
-    """
+    """Warnings for a translatable source (`prepare_source`'s words and unknown): unknown words, only punctuation."""
     warnings = []
     if unknown:
         warnings.append(f"unknown words fed as <unk>: {clip_text(', '.join(unknown))}")
     if not any(character.isalpha() for word in words for character in word):
-        warnings.append(f"only punctuation ({clip_text(' '.join(words))}), no word to translate; the output is "
-                        "a guess")
+        warnings.append(f"only punctuation ({clip_text(' '.join(words))}), no word to translate; the output is a guess")
     return warnings
 
 
 def replace_unknown_words(translation: Translation) -> Translation:
-    """The "rare word" trick (Luong et al. 2015, Jean et al. 2015): attention as an alignment.
+    """Replace every output "<unk>" by the source word (of `copyable_positions`) its attention row weights most.
 
-    Every output "<unk>" is replaced by the source word its attention row weights most. Only words can be copied:
-    the source "<eos>" and punctuation (tokens without a letter or digit) are left out of the argmax, unless the
-    source has no word at all. Names, numbers and rare words the model cannot spell are then copied from the
-    source, which is right when the word is spelt the same in both languages. `replacements` records each
-    (output position t, source position j); the attention and score are unchanged.
-
-    Raises:
-        ValueError: the translation has no attention (a model without attention aligns nothing).
-
-    Introduced in notebook 07.
-    """
+    Records each (t, j) in `replacements`; raises ValueError without attention. Introduced in notebook 07."""
     if UNK_TOKEN not in translation.output_tokens:
         return translation
     if translation.attention is None:
@@ -138,19 +87,15 @@ def replace_unknown_words(translation: Translation) -> Translation:
                          "translate without replacing unknown words, or use a model with attention")
     words = copyable_positions(translation.source_tokens)
     aligned = translation.attention[:, words].argmax(dim=-1).tolist()  # (T, S') -> (T,) best of the words
-    output_tokens, replacements = list(translation.output_tokens), []
-    for t, token in enumerate(translation.output_tokens):
-        if token == UNK_TOKEN:
-            j = words[aligned[t]]
-            output_tokens[t] = translation.source_tokens[j]
-            replacements.append((t, j))
-    return translation._replace(output_tokens=output_tokens, replacements=tuple(replacements))
+    copied = {t: words[aligned[t]] for t, token in enumerate(translation.output_tokens) if token == UNK_TOKEN}
+    output_tokens = [translation.source_tokens[copied[t]] if t in copied else token
+                     for t, token in enumerate(translation.output_tokens)]
+    return translation._replace(output_tokens=output_tokens, replacements=tuple(copied.items()))
 
 
 def copyable_positions(source_tokens: Sequence[str]) -> list[int]:
-    """The source positions `replace_unknown_words` may copy from: the words (a letter or digit in them), without
-    the final "<eos>"; every position but "<eos>" when there is no word. Introduced in notebook 07.
-    """
+    """Positions `replace_unknown_words` may copy from: tokens with a letter or digit, never the final "<eos>";
+    every position but "<eos>" when there is no such token. Introduced in notebook 07."""
     positions = list(range(len(source_tokens) - 1))  # the last token is <eos>
     words = [j for j in positions if any(character.isalnum() for character in source_tokens[j])]
     return words or positions
@@ -158,40 +103,24 @@ def copyable_positions(source_tokens: Sequence[str]) -> list[int]:
 
 def _to_translation(words, unknown, tgt_vocab, output_ids: list[int], attention: Tensor | None,
                     score: float) -> Translation:
-    output_tokens = [tgt_vocab.index2word[i] for i in output_ids]
-    return Translation(words + [EOS_TOKEN], output_tokens, attention, score, unknown)
+    return Translation(words + [EOS_TOKEN], [tgt_vocab.index2word[i] for i in output_ids], attention, score, unknown)
 
 
 def translate(model, src_vocab, tgt_vocab, sentence: str, beam_width: int = 1, max_steps: int | None = None,
               replace_unknown: bool = False) -> Translation:
-    """Translate one raw sentence (normalised like the corpus first).
+    """Translate one raw sentence: greedy (beam_width=1) or the best beam-search hypothesis. Introduced in notebook 06.
 
-    Args:
-        model: a trained `Seq2Seq`.
-        src_vocab, tgt_vocab: the vocabularies the model was trained with.
-        sentence: raw text, any length.
-        beam_width: 1 = greedy decoding, k > 1 = beam search (best hypothesis).
-        max_steps: output cap (EOS included); None derives it from the source length.
-        replace_unknown: replace each output <unk> by its most attended source word (`replace_unknown_words`).
-    Returns:
-        Translation(source_tokens, output_tokens, attention (T, S) or None, score, unknown_words, replacements).
-    Raises:
-        ValueError: empty or only-unknown input (message names the words).
-
-    Introduced in notebook 06.
-    """
+    max_steps None: the cap of `search.default_max_steps`. Raises ValueError for input `prepare_source` refuses."""
     return translate_batch(model, src_vocab, tgt_vocab, [sentence], beam_width=beam_width, max_steps=max_steps,
                            replace_unknown=replace_unknown)[0]
 
 
 @torch.no_grad()
 def translate_forced(model, src_vocab, tgt_vocab, sentence: str, output: str) -> Translation:
-    """A given output (a reference, or any sentence typed by hand) force-decoded as a Translation.
+    """A given output (a reference, or a sentence typed by hand) force-decoded as a Translation, EOS appended.
 
-    Both sides are normalised like the corpus; `output` gets EOS appended, unknown target words become <unk>.
-    The Translation's attention (T, S) is where the model looks while it is made to produce `output`, and its
-    score is log P(output | sentence). Viz functions draw it like any other translation. Introduced in notebook 06.
-    """
+    Its attention (T, S) is where the model looks while made to produce it; score is log P(output | sentence).
+    Introduced in notebook 06."""
     words, src_ids, unknown = prepare_source(src_vocab, sentence)
     output_ids = tgt_vocab.encode(normalize_string(output), add_eos=True)
     if len(output_ids) == 1:
@@ -201,23 +130,10 @@ def translate_forced(model, src_vocab, tgt_vocab, sentence: str, output: str) ->
     return _to_translation(words, unknown, tgt_vocab, output_ids, forced.attention, float(log_prob))
 
 
-def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_width: int = 1,
-                    batch_size: int = 64, max_steps: int | None = None,
-                    replace_unknown: bool = False) -> list[Translation]:
-    """Translate many raw sentences; greedy decoding runs in batches of similar length, results keep input order.
-
-    Args:
-        model, src_vocab, tgt_vocab: as for `translate`.
-        sentences: raw sentences (each must be translatable; see `prepare_source`).
-        beam_width: 1 = batched greedy; k > 1 = beam search one sentence at a time.
-        batch_size: sentences per greedy batch.
-        max_steps: output cap (EOS included); None derives one per sentence.
-        replace_unknown: replace each output <unk> by its most attended source word (`replace_unknown_words`).
-    Returns:
-        one `Translation` per sentence, in input order.
-
-    Introduced in notebook 06.
-    """
+def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_width: int = 1, batch_size: int = 64,
+                    max_steps: int | None = None, replace_unknown: bool = False) -> list[Translation]:
+    """`translate` for many raw sentences, in input order (greedy runs in batches of similar length; beam search
+    one sentence at a time). Introduced in notebook 06."""
     results = translate_sources(model, tgt_vocab, [prepare_source(src_vocab, sentence) for sentence in sentences],
                                 beam_width=beam_width, batch_size=batch_size, max_steps=max_steps)
     return [replace_unknown_words(result) for result in results] if replace_unknown else results
@@ -225,9 +141,7 @@ def translate_batch(model, src_vocab, tgt_vocab, sentences: Sequence[str], beam_
 
 def translate_sources(model, tgt_vocab, prepared: Sequence[Source], beam_width: int = 1, batch_size: int = 64,
                       max_steps: int | None = None) -> list[Translation]:
-    """The decoding half of `translate_batch`: sentences already made ready by `prepare_source` -> one
-    `Translation` per sentence, in input order (greedy in batches of similar length, or beam search one by one).
-    Introduced in notebook 06."""
+    """`translate_batch`'s decoding half, for sentences made ready by `prepare_source`. Introduced in notebook 06."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     results: list[Translation | None] = [None] * len(prepared)
@@ -242,19 +156,14 @@ def translate_sources(model, tgt_vocab, prepared: Sequence[Source], beam_width: 
             for row, i in enumerate(chunk):
                 words, ids, unknown = prepared[i]
                 length = int(output.lengths[row])
-                attention = None
-                if output.attention is not None:
-                    attention = output.attention[row, :length, :len(ids)].cpu()  # (T, S)
+                attention = None if output.attention is None else output.attention[row, :length, :len(ids)].cpu()
                 results[i] = _to_translation(words, unknown, tgt_vocab, output.tokens[row, :length].tolist(),
                                              attention, float(output.log_prob[row]))
     return results
 
 
 def attention_table(translation: Translation, digits: int = 2) -> str:
-    """The attention matrix of a Translation as plain text: one row per output token, one column per source token.
-
-    Returns a message instead when the model has no attention. Introduced in notebook 05.
-    """
+    """The (T, S) attention as text, a row per output token (a message without attention). Introduced in notebook 05."""
     if translation.attention is None:
         return "(this model has no attention: nothing to show)"
     weights = translation.attention.tolist()  # T rows of S floats
