@@ -1,12 +1,4 @@
-"""Evaluation: how good a trained model is on a split.
-
-    result = evaluate(model, data.splits.test, data.src_vocab, data.tgt_vocab)
-    result.loss, result.perplexity     # teacher-forced NLL per target token, and exp of it
-    result.bleu, result.chrf           # sacreBLEU corpus scores of the model's own translations
-    print(result.table(5))             # source | reference | hypothesis
-
-Introduced in notebook 05.
-"""
+"""Evaluation: how good a trained model is on a split (loss, perplexity, BLEU, chrF). Introduced in notebook 05."""
 from __future__ import annotations
 
 import math
@@ -35,50 +27,30 @@ class SentenceRow(NamedTuple):
 
 
 class Evaluation(NamedTuple):
-    """`evaluate`'s result. loss: mean NLL per target token (teacher forced); perplexity = exp(loss);
-    bleu, chrf: sacreBLEU corpus scores of the translations (greedy or beam; nan when bleu=False); signature:
-    sacreBLEU's;
-    rows: one SentenceRow per pair (empty when bleu=False). Introduced in notebook 05."""
+    """`evaluate`'s result. Introduced in notebook 05."""
 
-    loss: float
-    perplexity: float
-    bleu: float
+    loss: float  # mean NLL per target token, teacher forced
+    perplexity: float  # exp(loss)
+    bleu: float  # sacreBLEU corpus scores of the model's translations, 0..100; nan when bleu=False
     chrf: float
-    signature: str
-    rows: list[SentenceRow]
+    signature: str  # sacreBLEU's; "" when bleu=False
+    rows: list[SentenceRow]  # one per pair; empty when bleu=False
 
     def table(self, n: int | None = 10, width: int = 40) -> str:
         """The first `n` rows as a plain-text table: source | reference | hypothesis."""
-        rows = self.rows if n is None else self.rows[:n]
         head = f"{'source':<{width}} | {'reference':<{width}} | hypothesis"
-        lines = [head, "-" * len(head)]
-        lines += [f"{row.source[:width]:<{width}} | {row.reference[:width]:<{width}} | {row.hypothesis}"
-                  for row in rows]
-        return "\n".join(lines)
+        lines = [f"{row.source[:width]:<{width}} | {row.reference[:width]:<{width}} | {row.hypothesis}"
+                 for row in (self.rows if n is None else self.rows[:n])]
+        return "\n".join([head, "-" * len(head), *lines])
 
 
 @torch.no_grad()
 def evaluate(model: Seq2Seq, pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 256,
              bleu: bool = True, beam_width: int = 1, length_penalty: float = 1.0) -> Evaluation:
-    """Teacher-forced loss/perplexity, and (bleu=True) translations scored with sacreBLEU BLEU and chrF.
+    """Teacher-forced loss and perplexity; with bleu=True also BLEU and chrF of the model's translations.
 
-    References are the pairs' target sentences as text (words unknown to tgt_vocab included: the score is honest
-    about them); hypotheses are greedy outputs (beam_width=1) or the best beam-search hypothesis (beam_width > 1):
-    PAD/SOS never, stop at EOS, length cap from the source length.
-
-    Args:
-        model: a Seq2Seq (put in eval mode here; its previous mode is restored).
-        pairs: the pairs to evaluate on (e.g. data.splits.test).
-        src_vocab, tgt_vocab: the model's vocabularies.
-        batch_size: pairs per batch.
-        bleu: also decode and score (slower than the loss alone).
-        beam_width: 1 = batched greedy decoding; k > 1 = beam search, one sentence at a time (slower).
-        length_penalty: beam search's length normalisation exponent.
-    Returns:
-        Evaluation(loss, perplexity, bleu, chrf, signature, rows).
-
-    Introduced in notebook 04.
-    """
+    Hypotheses are greedy (beam_width=1) or the best beam-search hypothesis; references are the pairs' target text,
+    words unknown to tgt_vocab included. The model's mode is restored afterwards. Introduced in notebook 04."""
     if not pairs:
         raise ValueError("evaluate got no pairs; pass a non-empty split such as data.splits.dev")
     dataset = TranslationDataset(pairs, src_vocab, tgt_vocab)
@@ -98,13 +70,11 @@ def evaluate(model: Seq2Seq, pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab:
             elif bleu:
                 output = greedy_decode(model, batch.src, batch.src_lengths)
                 for row, index in enumerate(chunk):
-                    words = tgt_vocab.decode(output.tokens[row, :int(output.lengths[row])])
-                    hypotheses[index] = " ".join(words)
+                    hypotheses[index] = " ".join(tgt_vocab.decode(output.tokens[row, :int(output.lengths[row])]))
     loss = total_loss / max(total_tokens, 1)
     if not bleu:
         return Evaluation(loss, perplexity(loss), math.nan, math.nan, "", [])
     hyps = [hypotheses[i] for i in range(len(pairs))]
-    refs = [pair.target for pair in pairs]
-    scores = corpus_scores(hyps, refs)
+    scores = corpus_scores(hyps, [pair.target for pair in pairs])
     rows = [SentenceRow(pair.source, pair.target, hyp) for pair, hyp in zip(pairs, hyps)]
     return Evaluation(loss, perplexity(loss), scores.bleu, scores.chrf, scores.signature, rows)
