@@ -1,13 +1,4 @@
-"""The course's opening measurements: test BLEU by source length, and one example sentence picked by a rule.
-
-    scores = bleu_by_source_length(result.rows)          # one BinScore per LENGTH_BINS bin: label, sentences, BLEU
-    index, rule = pick_example(result.rows)              # the longest source translated exactly (a rule, not a choice)
-
-Lengths are counted as the corpus filter counts them (`data.keep_pair`): tokens split on single spaces, punctuation
-included ("je suis fatigue ." has 4), so every kept source has fewer than `vocab.MAX_LENGTH` of them.
-
-Introduced in notebook 00.
-"""
+"""Opening measurements: test BLEU by source length, an example sentence picked by a rule. Introduced in notebook 00."""
 from __future__ import annotations
 
 import math
@@ -26,31 +17,24 @@ LENGTH_BINS = ((1, 4), (5, 6), (7, MAX_LENGTH - 2), (MAX_LENGTH - 1, MAX_LENGTH 
 
 
 class BinScore(NamedTuple):
-    """Corpus BLEU of the sentences whose source length lies in low..high (both included).
+    """Corpus BLEU of the sentences whose source length lies in low..high (both included). Introduced in notebook 00."""
 
-    label: "5-6" (or "9" for a one-length bin); sentences: how many rows fell in the bin; bleu: sacreBLEU corpus
-    BLEU of those rows, nan for an empty bin. Introduced in notebook 00."""
-
-    label: str
+    label: str  # "5-6", or "9" for a one-length bin
     low: int
     high: int
-    sentences: int
-    bleu: float
+    sentences: int  # rows in the bin
+    bleu: float  # sacreBLEU corpus BLEU of those rows; nan for an empty bin
 
 
 def source_length(sentence: str) -> int:
-    """Tokens of a normalised sentence, counted like the corpus filter: split on single spaces, punctuation
-    included. Introduced in notebook 00."""
+    """Tokens of a normalised sentence counted like the corpus filter (`data.keep_pair`): split on single spaces,
+    punctuation included ("je suis fatigue ." has 4). Introduced in notebook 00."""
     return len(sentence.split(" "))
 
 
-def bleu_by_source_length(rows: Sequence[SentenceRow],
-                          bins: Sequence[tuple[int, int]] = LENGTH_BINS) -> list[BinScore]:
-    """Corpus BLEU per source-length bin of evaluation rows (`evaluate(...).rows`: source, reference, hypothesis).
-
-    `bins`: (low, high) pairs, both ends included, not overlapping. Every row must fall in exactly one bin, else a
-    ValueError names the length and the fix. Returns one BinScore per bin, in the order given (BLEU nan when a bin
-    is empty). Introduced in notebook 00."""
+def bleu_by_source_length(rows: Sequence[SentenceRow], bins: Sequence[tuple[int, int]] = LENGTH_BINS) -> list[BinScore]:
+    """Corpus BLEU of `evaluate(...).rows` per (low, high) source-length bin, ends included, in the order given.
+    Raises ValueError unless every row falls in exactly one bin. Introduced in notebook 00."""
     bins = [(int(low), int(high)) for low, high in bins]
     if not bins or any(low > high for low, high in bins):
         raise ValueError(f"bins must be a non-empty list of (low, high) with low <= high, got {bins}")
@@ -62,23 +46,17 @@ def bleu_by_source_length(rows: Sequence[SentenceRow],
             raise ValueError(f"a source of {length} tokens falls in {len(hits)} of the bins {bins}; pass bins that "
                              f"cover every length exactly once (LENGTH_BINS does)")
         groups[hits[0]].append(row)
-    scores = []
-    for (low, high), group in zip(bins, groups):
-        bleu = corpus_scores([r.hypothesis for r in group], [r.reference for r in group]).bleu if group else math.nan
-        scores.append(BinScore(f"{low}-{high}" if high > low else f"{low}", low, high, len(group), bleu))
-    return scores
+    bleus = [corpus_scores([r.hypothesis for r in g], [r.reference for r in g]).bleu if g else math.nan for g in groups]
+    return [BinScore(f"{low}-{high}" if high > low else f"{low}", low, high, len(group), bleu)
+            for (low, high), group, bleu in zip(bins, groups, bleus)]
 
 
 def pick_example(rows: Sequence[SentenceRow]) -> tuple[int, str]:
-    """The example sentence, by a rule: the longest source whose hypothesis equals the reference (ties: the first
-    in row order); when no row is exact (a smoke-test model), the longest source.
-
-    Returns (row index, the rule that picked it, as a phrase). Raises ValueError for no rows.
-    Introduced in notebook 00."""
+    """(row index, the rule as a phrase): the longest source whose hypothesis equals the reference (ties: the first),
+    else the longest source. Raises ValueError for no rows. Introduced in notebook 00."""
     if not rows:
         raise ValueError("pick_example got no rows; pass evaluate(...).rows of a non-empty split")
     exact = [i for i, row in enumerate(rows) if row.hypothesis == row.reference]
     candidates, rule = (exact, "the longest test source translated exactly") if exact else (
         range(len(rows)), "no test source is translated exactly: the longest test source")
-    best = max(candidates, key=lambda i: (source_length(rows[i].source), -i))
-    return best, rule
+    return max(candidates, key=lambda i: (source_length(rows[i].source), -i)), rule
