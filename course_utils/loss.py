@@ -1,11 +1,5 @@
-"""The training objective: the negative log-likelihood of the real target tokens, and its perplexity.
-
-    loss = masked_nll_loss(log_probs, batch.tgt)     # (B, T, V), (B, T) -> scalar; PAD positions ignored
-    perplexity(loss)                                 # exp(mean NLL per token)
-    smoothed_targets(tgt, V, 0.1)                    # (B, T) -> (B, T, V) the label-smoothed target distribution
-
-Introduced in notebook 05.
-"""
+"""The training objective: the negative log-likelihood of the real target tokens (optionally label-smoothed), and
+its perplexity. Introduced in notebook 05."""
 from __future__ import annotations
 
 import math
@@ -19,11 +13,9 @@ __all__ = ["masked_nll_loss", "smoothed_targets", "perplexity"]
 
 
 def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Negative log-likelihood of the target tokens, ignoring PAD positions: log_probs (B, T, V), tgt (B, T) (EOS
-    included, PAD_ID where there is no token) -> a scalar, per real token ("mean") or summed ("sum"); a prediction at
-    a PAD position changes nothing. label_smoothing eps in [0, 1): the target puts 1 - eps on the gold word and
-    spreads eps uniformly over the vocabulary (0: the plain NLL). Introduced in notebook 05.
-    """
+    """NLL of the target tokens, PAD positions ignored: log_probs (B, T, V), tgt (B, T) -> scalar, per real token
+    ("mean") or summed ("sum"). label_smoothing eps: 1 - eps on the gold word, eps spread uniformly over the
+    vocabulary (`smoothed_targets`). Introduced in notebook 05."""
     if log_probs.dim() != 3 or tgt.shape != log_probs.shape[:2]:
         raise ValueError(f"log_probs must be (B, T, V) and tgt (B, T) with the same B and T, got "
                          f"{tuple(log_probs.shape)} and {tuple(tgt.shape)}; pass the decoder's log_probs and batch.tgt")
@@ -32,8 +24,7 @@ def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", lab
     nll = F.nll_loss(flat_log_probs, flat_tgt, ignore_index=PAD_ID, reduction=reduction)
     if label_smoothing == 0:
         return nll
-    # the eps part: -mean over the vocabulary of log p, at real positions. (F.cross_entropy with label_smoothing would
-    # give the same number, but it runs log_softmax again over log-probabilities that are already normalised.)
+    # the eps part: -mean over the vocabulary of log p at real positions (F.cross_entropy's, without a 2nd log_softmax)
     real = flat_tgt != PAD_ID  # (B*T,)
     uniform = -(flat_log_probs.mean(dim=-1) * real).sum()  # scalar
     if reduction == "mean":
@@ -42,11 +33,9 @@ def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", lab
 
 
 def smoothed_targets(tgt: Tensor, vocab_size: int, label_smoothing: float) -> Tensor:
-    """The target distribution q that label smoothing trains towards, as PyTorch's cross_entropy defines it:
-    tgt (B, T) -> (B, T, V), q(v) = (1 - eps) [v == gold] + eps / V for every word v (special tokens included);
-    rows of PAD positions are 0, the others sum to 1. -(q * log_probs).sum() / real tokens is
-    masked_nll_loss(..., label_smoothing=eps). Introduced in notebook 05.
-    """
+    """The label-smoothed target distribution: tgt (B, T) -> q (B, T, V), q(v) = (1 - eps) [v == gold] + eps / V, rows
+    0 at PAD positions. -(q * log_probs).sum() / real tokens is masked_nll_loss(..., label_smoothing=eps).
+    Raises ValueError unless 0 <= eps < 1. Introduced in notebook 05."""
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing}; the recipes use 0.1 or 0.2")
     one_hot = F.one_hot(tgt, vocab_size).float()  # (B, T, V)
@@ -55,8 +44,5 @@ def smoothed_targets(tgt: Tensor, vocab_size: int, label_smoothing: float) -> Te
 
 
 def perplexity(mean_nll: float) -> float:
-    """exp(mean NLL per token), capped at exp(50) so that an untrained model does not overflow.
-
-    Average the NLL over TOKENS first (a token-weighted mean), then exponentiate. Introduced in notebook 05.
-    """
+    """exp(mean NLL per token), capped at exp(50) so an untrained model does not overflow. Introduced in notebook 05."""
     return math.exp(min(mean_nll, 50.0))
