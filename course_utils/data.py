@@ -1,12 +1,8 @@
-"""From corpus lines to padded batches: normalise, filter, split, index, batch.
+"""From corpus lines to padded batches: normalise, filter, split by source sentence, index, batch.
 
-The pipeline of the PyTorch "seq2seq translation" tutorial, written so that each step can be inspected:
-
-    lines = read_corpus_lines(find_corpus())          # course_utils.corpus: "English<TAB>French" strings
-    pairs = filter_pairs(read_pairs(lines))           # Pair(source=French, target=English), normalised
-    splits = split_pairs(pairs, seed=0)               # 80/10/10 by French sentence: no leakage
-    src_vocab = Vocab.build(p.source for p in splits.train)
-    loader = make_loader(splits.train, src_vocab, tgt_vocab)   # Batch(src (B, S), ..., tgt (B, T), ...)
+    pairs = filter_pairs(read_pairs(read_corpus_lines(find_corpus())))  # Pair(source=French, target=English)
+    splits = split_pairs(pairs, seed=0)  # 80/10/10 by French sentence; vocabularies come from splits.train
+    loader = make_loader(splits.train, src_vocab, tgt_vocab)  # Batch(src (B, S), ..., tgt (B, T), ...)
 
 `load_course_data()` does all of it in one call. Introduced in notebook 01.
 """
@@ -36,30 +32,21 @@ __all__ = ["ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_st
            "length_batches", "make_loader", "CourseData", "course_data_from_pairs", "load_course_data",
            "describe_course_data"]
 
-# ---------------------------------------------------------------------------------------------- constants
 ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are", "you re ",
                 "we are", "we re ", "they are", "they re ")
 
 
-# ---------------------------------------------------------------------------------------------- normalising
 def unicode_to_ascii(s: str) -> str:
-    """Drop accents: NFD splits 'é' into 'e' + a combining accent (category Mn), which is dropped.
-
-    Characters without a decomposition ('œ', narrow no-break space) pass through; `normalize_string`
-    turns them into spaces, as the tutorial does. Introduced in notebook 01.
-    """
+    """Drop accents: NFD splits 'é' into 'e' + a combining accent (category Mn), which is dropped; characters
+    without a decomposition ('œ') pass through."""
     if s.isascii():
         return s  # fast path: most English lines
     return "".join(c for c in unicodedata.normalize("NFD", s) if unicodedata.category(c) != "Mn")
 
 
 def normalize_string(s: str) -> str:
-    """The tutorial's normalisation, applied to the WHOLE string.
-
-    Lower case, accents dropped, a space before each of . ! ?, every run of other non-letters (digits,
-    apostrophes, commas, odd spaces) turned into one space, ends stripped:
-    "J'ai 20 ans." -> "j ai ans ."   "Va, vite !" -> "va vite !". Introduced in notebook 01.
-    """
+    """The tutorial's normalisation: lower case, no accents, a space before . ! ?, every run of other non-letters
+    turned into one space, ends stripped: "J'ai 20 ans." -> "j ai ans ."   "Va, vite !" -> "va vite !"."""
     s = unicode_to_ascii(s.lower().strip())
     s = re.sub(r"([.!?])", r" \1", s)
     s = re.sub(r"[^a-zA-Z.!?]+", " ", s)  # unanchored: cleans everywhere, and collapses space runs
@@ -67,32 +54,22 @@ def normalize_string(s: str) -> str:
 
 
 def normalize_string_anchored(s: str) -> str:
-    """EXHIBIT of a popular bug: the cleaning regex is anchored (`^[^a-zA-Z.!?]+`), so only the start is cleaned.
-
-    "J'ai 20 ans." -> "j'ai 20 ans ."   "Va, vite !" -> "va, vite  !". Do not use it for training; notebook 01
-    compares it with `normalize_string`. Introduced in notebook 01.
-    """
+    """EXHIBIT of a popular bug, not for training: the cleaning regex is anchored (`^[^a-zA-Z.!?]+`), so only the
+    start is cleaned: "J'ai 20 ans." -> "j'ai 20 ans ."   "Va, vite !" -> "va, vite  !"."""
     s = unicode_to_ascii(s.lower().strip())
     s = re.sub(r"([.!?])", r" \1", s)
     s = re.sub(r"^[^a-zA-Z.!?]+", " ", s)  # the bug: '^' anchors the match at the start of the string
     return s.strip()
 
 
-# ---------------------------------------------------------------------------------------------- pairs
 class Pair(NamedTuple):
-    """One normalised sentence pair. With reverse=True (the course default) source is French, target English.
-
-    Introduced in notebook 01.
-    """
+    """One normalised sentence pair. With reverse=True (the course default) source is French, target English."""
     source: str
     target: str
 
 
 def read_pairs(lines: Iterable[str], reverse: bool = True) -> list[Pair]:
-    """Normalise 'English<TAB>French[<TAB>...]' lines into Pairs; extra columns (attribution) are ignored.
-
-    reverse=True gives Pair(source=French, target=English). Introduced in notebook 01.
-    """
+    """Normalise 'English<TAB>French[<TAB>...]' lines into Pairs (French -> English when reverse)."""
     pairs = []
     for number, line in enumerate(lines, 1):
         fields = line.split("\t")
@@ -105,14 +82,11 @@ def read_pairs(lines: Iterable[str], reverse: bool = True) -> list[Pair]:
 
 def keep_pair(pair: Pair, max_length: int | None = MAX_LENGTH, prefixes: Sequence[str] | None = ENG_PREFIXES,
               reverse: bool = True) -> bool:
-    """The tutorial's filter: both sides fewer than `max_length` words (split on ' '), English side
-    (the target when reverse=True) starting with one of `prefixes`; None switches a test off.
-    Pairs with an empty side (e.g. a sentence of digits) are never kept. Introduced in notebook 01.
-    """
+    """The tutorial's filter: both sides non-empty and fewer than `max_length` words, the English side starting
+    with one of `prefixes`; None switches a test off."""
     if not (pair.source and pair.target):
         return False
-    if max_length is not None and not (len(pair.source.split(" ")) < max_length
-                                       and len(pair.target.split(" ")) < max_length):
+    if max_length is not None and max(len(pair.source.split(" ")), len(pair.target.split(" "))) >= max_length:
         return False
     english = pair.target if reverse else pair.source
     return prefixes is None or english.startswith(tuple(prefixes))
@@ -120,11 +94,10 @@ def keep_pair(pair: Pair, max_length: int | None = MAX_LENGTH, prefixes: Sequenc
 
 def filter_pairs(pairs: Iterable[Pair], max_length: int | None = MAX_LENGTH,
                  prefixes: Sequence[str] | None = ENG_PREFIXES, reverse: bool = True) -> list[Pair]:
-    """The pairs that pass `keep_pair`, in their original order. Introduced in notebook 01."""
+    """The pairs that pass `keep_pair`, in their original order."""
     return [pair for pair in pairs if keep_pair(pair, max_length, prefixes, reverse)]
 
 
-# ---------------------------------------------------------------------------------------------- splitting
 class Splits(NamedTuple):
     """Train/dev/test pairs; no source sentence appears in two of them. Introduced in notebook 05."""
     train: list[Pair]
@@ -133,12 +106,8 @@ class Splits(NamedTuple):
 
 
 def split_pairs(pairs: Sequence[Pair], fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0) -> Splits:
-    """A seeded split by SOURCE sentence: all translations of one French sentence land in the same split.
-
-    The distinct sources are sorted, shuffled with `seed` and cut by `fractions` (of sources, so pair counts
-    are close to, not exactly, the fractions). Within a split pairs keep their input order.
-    Introduced in notebook 01.
-    """
+    """A seeded split by SOURCE sentence: all translations of one French sentence land in one split; `fractions`
+    are of distinct sources, so pair counts are close to them. Pairs keep their input order."""
     if len(fractions) != 3 or min(fractions) < 0 or abs(sum(fractions) - 1) > 1e-6:
         raise ValueError(f"fractions must be three non-negative numbers summing to 1 (train, dev, test), "
                          f"got {tuple(fractions)}.")
@@ -146,31 +115,21 @@ def split_pairs(pairs: Sequence[Pair], fractions: Sequence[float] = (0.8, 0.1, 0
         raise ValueError("No pairs to split: the filter kept nothing. Loosen max_length or prefixes.")
     sources = sorted({pair.source for pair in pairs})
     random.Random(seed).shuffle(sources)
-    n_train = round(fractions[0] * len(sources))
-    n_dev = round(fractions[1] * len(sources))
-    split_of = {source: 0 for source in sources[:n_train]}
-    split_of.update({source: 1 for source in sources[n_train:n_train + n_dev]})
-    split_of.update({source: 2 for source in sources[n_train + n_dev:]})
+    n_train, n_dev = round(fractions[0] * len(sources)), round(fractions[1] * len(sources))
+    split_of = {source: (i >= n_train) + (i >= n_train + n_dev) for i, source in enumerate(sources)}  # 0, 1 or 2
     parts: tuple[list[Pair], list[Pair], list[Pair]] = ([], [], [])
     for pair in pairs:
         parts[split_of[pair.source]].append(pair)
     return Splits(*parts)
 
 
-# ---------------------------------------------------------------------------------------------- tensors
 def tensor_from_sentence(vocab: Vocab, sentence: str) -> Tensor:
-    """The tutorial's one-sentence form: ids with EOS appended, as a (L, 1) LongTensor (seq_len, batch=1).
-
-    Introduced in notebook 01.
-    """
+    """The tutorial's one-sentence form: ids with EOS appended, as a (L, 1) LongTensor (seq_len, batch=1)."""
     return torch.tensor(vocab.encode(sentence), dtype=torch.long).view(-1, 1)  # (L, 1)
 
 
 class Batch(NamedTuple):
-    """A padded batch. Decoders prepend SOS themselves, so tgt holds target ids + EOS only.
-
-    Introduced in notebook 01.
-    """
+    """A padded batch. Decoders prepend SOS themselves, so tgt holds target ids + EOS only."""
     src: Tensor          # (B, S) long, PAD-padded, each row ends with EOS
     src_lengths: Tensor  # (B,) long, always on CPU (pack_padded_sequence needs CPU lengths)
     src_mask: Tensor     # (B, S) bool, True on real tokens
@@ -184,10 +143,7 @@ class Batch(NamedTuple):
 
 
 class TranslationDataset(Dataset):
-    """Pairs as id tensors: item i is (src_ids (L,), tgt_ids (M,)), both ending with EOS.
-
-    Introduced in notebook 01.
-    """
+    """Pairs as id tensors: item i is (src_ids (L,), tgt_ids (M,)), both ending with EOS."""
 
     def __init__(self, pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab: Vocab):
         self.pairs = list(pairs)
@@ -204,46 +160,35 @@ class TranslationDataset(Dataset):
 
 
 def lengths_to_mask(lengths: Tensor, width: int | None = None) -> Tensor:
-    """The padding mask of sequences with these lengths: True on real tokens, False on padding.
-
-    lengths (B,) long -> mask (B, S) bool with S = `width` (default: the longest length), on lengths' device.
-    Introduced in notebook 01.
-    """
+    """lengths (B,) -> mask (B, S) bool, True on real tokens; S = `width`, default the longest length."""
     width = int(lengths.max()) if width is None else width
-    positions = torch.arange(width, device=lengths.device)  # (S,)
-    return positions.unsqueeze(0) < lengths.unsqueeze(1)  # (1, S) < (B, 1) -> (B, S)
+    return torch.arange(width, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)  # (1, S) < (B, 1) -> (B, S)
 
 
 def pad_ids(sequences: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
-    """Id sequences of lengths L_b -> (ids (B, max L) padded with PAD_ID, lengths (B,)); rows keep their order.
-    The one padding rule of training, evaluation and translation. Introduced in notebook 01."""
+    """Id sequences of lengths L_b -> (ids (B, max L) padded with PAD_ID, lengths (B,)); rows keep their order."""
     ids = pad_sequence(list(sequences), batch_first=True, padding_value=PAD_ID)  # (B, L)
     return ids, torch.tensor([len(s) for s in sequences], dtype=torch.long)  # (B,)
 
 
 def collate_batch(items: Sequence[tuple[Tensor, Tensor]]) -> Batch:
-    """Pad (src_ids (L,), tgt_ids (M,)) items into a Batch; rows keep their order. Introduced in notebook 01."""
+    """Pad (src_ids (L,), tgt_ids (M,)) items into a Batch; rows keep their order."""
     if not items:
         raise ValueError("collate_batch got no items; is the dataset empty?")
     sources, targets = zip(*items)
     src, src_lengths = pad_ids(sources)  # (B, S), (B,)
     tgt, tgt_lengths = pad_ids(targets)  # (B, T), (B,)
-    src_mask = lengths_to_mask(src_lengths, src.size(1))  # (B, S)
-    return Batch(src, src_lengths, src_mask, tgt, tgt_lengths)
+    return Batch(src, src_lengths, lengths_to_mask(src_lengths, src.size(1)), tgt, tgt_lengths)  # src_mask (B, S)
 
 
 class BucketBatchSampler(Sampler[list[int]]):
-    """Batches of indices with similar lengths, so little padding: shuffle, sort stably by length, cut into
-    batches, shuffle the batches. Deterministic given `seed`; epoch e (the e-th iteration, or set_epoch)
-    uses seed + e. With shuffle=False the batches come shortest first (`length_batches`: evaluation and
-    translation batch this way). Introduced in notebook 01.
-    """
+    """Batches of indices of similar lengths: shuffle, sort stably by length, cut, shuffle the batches. Epoch e (the
+    e-th iteration, or set_epoch) uses seed + e; with shuffle=False the batches come shortest first."""
 
     def __init__(self, lengths: Sequence[int], batch_size: int, shuffle: bool = True, seed: int = 0):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
-        self.lengths, self.batch_size, self.shuffle, self.seed = list(lengths), batch_size, shuffle, seed
-        self.epoch = 0
+        self.lengths, self.batch_size, self.shuffle, self.seed, self.epoch = list(lengths), batch_size, shuffle, seed, 0
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next iteration use seed + epoch."""
@@ -266,43 +211,31 @@ class BucketBatchSampler(Sampler[list[int]]):
 
 
 def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices cut into batches of similar lengths, shortest first (BucketBatchSampler without shuffling): the one
-    "sort by length, cut, pad" order of evaluation and translation. Introduced in notebook 01."""
+    """Indices cut into batches of similar lengths, shortest first: the batching of evaluation and translation."""
     return list(BucketBatchSampler(lengths, batch_size, shuffle=False))
-
-
-_BUCKET_KEYS = ("source", "target")  # what make_loader can group batches by
 
 
 def make_loader(pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 64,
                 shuffle: bool = True, bucket_by: str | None = "source", seed: int = 0) -> DataLoader:
     """A DataLoader of Batch(src (B, S), src_lengths (B,), src_mask (B, S), tgt (B, T), tgt_lengths (B,)).
 
-    bucket_by groups pairs of similar length (BucketBatchSampler), so that little of the work is spent on padding:
-    "source" sorts by source length (about 25% of the decoder's positions stay padding); "target" sorts by target
-    length, then source length (key 1000 * T + S: under 5% padding on either side, and faster training, since the
-    decoder does most of the work); None gives plain (optionally shuffled) batches. All are deterministic given
-    `seed`; bucketed loaders reshuffle on each pass. Introduced in notebook 01.
+    bucket_by groups pairs of similar length: "source" by source length, "target" by target then source length
+    (least padding on both sides), None not at all. Deterministic given `seed`; bucketed loaders reshuffle each pass.
     """
-    if bucket_by not in (*_BUCKET_KEYS, None):
-        raise ValueError(f"bucket_by must be one of {_BUCKET_KEYS} or None, got {bucket_by!r}")
+    if bucket_by not in ("source", "target", None):
+        raise ValueError(f"bucket_by must be one of ('source', 'target') or None, got {bucket_by!r}")
     dataset = TranslationDataset(pairs, src_vocab, tgt_vocab)
     if bucket_by is None:
-        generator = torch.Generator().manual_seed(seed)
-        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator,
-                          collate_fn=collate_batch)
+        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, collate_fn=collate_batch,
+                          generator=torch.Generator().manual_seed(seed))
     keys = [1000 * len(tgt) + len(src) if bucket_by == "target" else len(src) for src, tgt in dataset.items]
-    sampler = BucketBatchSampler(keys, batch_size, shuffle, seed)
-    return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_batch)
+    return DataLoader(dataset, batch_sampler=BucketBatchSampler(keys, batch_size, shuffle, seed),
+                      collate_fn=collate_batch)
 
 
-# ---------------------------------------------------------------------------------------------- one call
 @dataclass
 class CourseData:
-    """Everything the notebooks and training need; vocabularies are built from the train split only.
-
-    Introduced in notebook 01.
-    """
+    """Everything the notebooks and training need; vocabularies are built from the train split only."""
     lines_read: int          # corpus lines read
     pairs: list[Pair]        # all kept pairs, corpus order
     splits: Splits           # train/dev/test by source sentence
@@ -314,10 +247,7 @@ class CourseData:
 
 def course_data_from_pairs(pairs: Sequence[Pair], seed: int = 0, min_freq: int = 1, reverse: bool = True,
                            lines_read: int | None = None, corpus_path: Path | None = None) -> CourseData:
-    """Split `pairs` and build the vocabularies from the train split (for in-memory data and tests).
-
-    Introduced in notebook 01.
-    """
+    """Split `pairs` and build the vocabularies from the train split (for in-memory data and tests)."""
     splits = split_pairs(pairs, seed=seed)
     src_name, tgt_name = ("fra", "eng") if reverse else ("eng", "fra")
     src_vocab = Vocab.build((pair.source for pair in splits.train), min_freq, name=src_name)
@@ -329,12 +259,8 @@ def course_data_from_pairs(pairs: Sequence[Pair], seed: int = 0, min_freq: int =
 def load_course_data(reverse: bool = True, max_length: int | None = MAX_LENGTH,
                      prefixes: Sequence[str] | None = ENG_PREFIXES, seed: int = 0, min_freq: int = 1,
                      path: str | os.PathLike | None = None, log: Log = print) -> CourseData:
-    """Find, read, normalise, filter and split the corpus; build the vocabularies from train.
-
-    `path` defaults to find_corpus(). `log` (default print; None: silent) gets the read/kept counts, the split and
-    the vocabulary sizes.
-    Introduced in notebook 01.
-    """
+    """Find (`path` defaults to find_corpus()), read, normalise, filter and split the corpus; build the vocabularies
+    from train. `log` (None: silent) gets the counts, the split and the vocabulary sizes."""
     corpus_path = Path(path) if path is not None else find_corpus()
     lines = read_corpus_lines(corpus_path)
     pairs = filter_pairs(read_pairs(lines, reverse), max_length, prefixes, reverse)
@@ -353,7 +279,7 @@ def load_course_data(reverse: bool = True, max_length: int | None = MAX_LENGTH,
 
 
 def describe_course_data(data: CourseData, examples: int = 5, seed: int = 0) -> str:
-    """A plain-text summary (what `python -m course_utils data stats` prints). Introduced in notebook 01."""
+    """A plain-text summary (what `python -m course_utils data stats` prints)."""
     src_name, tgt_name = data.src_vocab.name, data.tgt_vocab.name
     all_src = Vocab.build(pair.source for pair in data.pairs)
     all_tgt = Vocab.build(pair.target for pair in data.pairs)

@@ -1,9 +1,7 @@
-"""The encoder: source ids -> one key vector per source word and an initial decoder state.
+"""The encoder: source ids (B, S) -> one key per source word (B, S, K) and the decoder's initial state.
 
-Introduced in notebook 02. Batch-first throughout: `src` is (B, S), outputs are (B, S, K) with K = H, or 2H when
-bidirectional. The GRU reads a *packed* batch, so padding never reaches the final state; the current PyTorch
-tutorial feeds PAD tokens through its GRU and takes the final state after them (`forward(..., packed=False)`
-reproduces that for the notebook's dissection).
+Batch-first; K = H, or 2H when bidirectional. The GRU reads a packed batch, so padding never reaches the final
+state; `packed=False` reproduces the current PyTorch tutorial, whose GRU reads the PADs. Introduced in notebook 02.
 """
 from typing import NamedTuple
 
@@ -17,21 +15,14 @@ __all__ = ["EncoderOutput", "EncoderRNN"]
 
 
 class EncoderOutput(NamedTuple):
-    """What the encoder hands to the decoder. Introduced in notebook 02.
+    """What the encoder hands to the decoder. Introduced in notebook 02."""
 
-    outputs (B, S, K) is exactly zero at pad positions only when the GRU read a packed batch (`packed=True`, the
-    default). With `packed=False` the pad positions hold the GRU's outputs after reading PAD embeddings (not
-    zero), and when bidirectional the backward half of every position has read the padding too.
-    """
-
-    outputs: Tensor  # (B, S, K) one key per source position, K = H or 2H; exactly zero at pads when packed=True
+    outputs: Tensor  # (B, S, K) one key per source position, K = H or 2H; exactly zero at pads only when packed
     final: Tensor  # (B, H_dec) the decoder's initial state (through the bridge when there is one)
 
 
 def _check_source(src: Tensor, src_lengths: Tensor) -> None:
-    """Raise a ValueError naming the problem and the fix unless `src` (B, S) and `src_lengths` (B,) fit together.
-
-    """
+    """Raise a ValueError naming the problem and the fix unless `src` (B, S) and `src_lengths` (B,) fit together."""
     if src.dim() != 2 or src.dtype != torch.long:
         raise ValueError(
             f"src must be a (B, S) LongTensor of token ids, got shape {tuple(src.shape)} and dtype {src.dtype}; "
@@ -47,23 +38,16 @@ def _check_source(src: Tensor, src_lengths: Tensor) -> None:
 
 
 class EncoderRNN(nn.Module):
-    """Embedding -> dropout -> GRU over a packed batch, with an optional bridge to the decoder's hidden size.
-
-    vocab_size V_src, embedding_size E, hidden_size H per direction; bidirectional: keys become 2H wide; dropout on
-    the embeddings; decoder_hidden_size H_dec (default H): a bridge tanh(Linear(D*H, H_dec)) maps the final state(s)
-    when bidirectional or the sizes differ, else `bridge` is None and the final state passes unchanged.
-    forward(src (B, S), src_lengths (B,), packed=True) -> EncoderOutput(outputs (B, S, K), final (B, H_dec)).
-    Introduced in notebook 02.
-    """
+    """Embedding (E) -> dropout -> GRU (H per direction) over a packed batch -> optional bridge: when bidirectional
+    or decoder_hidden_size H_dec (default H) != H, `bridge` = tanh(Linear(D*H, H_dec)) maps the final state(s), else
+    `bridge` is None. Introduced in notebook 02."""
 
     def __init__(self, vocab_size: int, embedding_size: int, hidden_size: int, bidirectional: bool = False,
                  dropout: float = 0.1, decoder_hidden_size: int | None = None):
         super().__init__()
-        self.hidden_size = hidden_size
-        self.bidirectional = bidirectional
+        self.hidden_size, self.bidirectional = hidden_size, bidirectional
         self.decoder_hidden_size = decoder_hidden_size or hidden_size
-        num_directions = 2 if bidirectional else 1
-        self.key_size = num_directions * hidden_size
+        self.key_size = (2 if bidirectional else 1) * hidden_size  # K
         self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
         self.dropout = nn.Dropout(dropout)
         self.gru = nn.GRU(embedding_size, hidden_size, batch_first=True, bidirectional=bidirectional)
@@ -71,12 +55,10 @@ class EncoderRNN(nn.Module):
         self.bridge = nn.Linear(self.key_size, self.decoder_hidden_size) if needs_bridge else None
 
     def forward(self, src: Tensor, src_lengths: Tensor, packed: bool = True) -> EncoderOutput:
-        """Encode a padded batch. `src` (B, S) long, `src_lengths` (B,) long (any device; moved to CPU for packing).
+        """src (B, S) long, src_lengths (B,) long (any device) -> EncoderOutput(outputs (B, S, K), final (B, H_dec)).
 
-        `packed=False` is the exhibit of the current PyTorch tutorial's bug: the GRU also reads the PAD tokens, so
-        the final state of every short sentence depends on how much padding its batch needed, the outputs at pad
-        positions are no longer zero, and a bidirectional encoder's backward half reads the pads at every position.
-        Raises ValueError (see `_check_source`) when `src` and `src_lengths` do not fit together.
+        `packed=False` is the tutorial's bug: the GRU reads the PADs too, so a short sentence's final state depends on
+        its batch's padding and pad outputs are not zero. Raises ValueError when src and src_lengths do not fit.
         """
         _check_source(src, src_lengths)
         embedded = self.dropout(self.embedding(src))  # (B, S, E)
