@@ -1,15 +1,8 @@
-"""The box-and-arrow layouts behind course_utils.diagrams, written as data: where each box sits and which traced
-tensor each arrow carries.
+"""The box-and-arrow layouts, as data, that `diagrams.diagram_spec` fills in from a forward pass.
 
-Three pictures: the encoder (with or without its bridge), one Bahdanau decoder step, and one Luong decoder step (with
-or without input feeding). A node is (key, text or module name, x, y, kind); an edge is (start, end, name, symbols,
-source row), where the source row (module name, call, "inputs" | "outputs", i) says which tensor of the trace gives
-the arrow its shape. Nothing here runs a model: `diagrams.diagram_spec` fills the layouts in from a forward pass.
-
-    layouts_for(part, attention, input_feeding, bridge) -> (title, layouts)
-    SCORES: each scorer class's score, in words, shown in its box
-
-Introduced in notebook 02 (with the diagrams).
+Node: (key, text or module name, x, y, kind). Edge: (start, end, name, symbols, source row); the source row (module,
+call, "inputs" | "outputs", i) names the traced tensor that gives the arrow its shape; footnotes have no arrow. A
+module name in a node's text is replaced by the module's real sizes. Introduced in notebook 02.
 """
 from __future__ import annotations
 
@@ -19,8 +12,6 @@ SCORES = {"BahdanauAttention": "v tanh(W s + U k)", "DotAttention": "h . k", "Ge
           "ConcatAttention": "v tanh(W [h; k])", "ScaledDotAttention": "h . k / sqrt(K)",
           "ScaledGeneralAttention": "h W k / sqrt(K)"}  # the score, in words (h: the query, k: a key)
 
-# A node's text that names a module ("decoder.gru") is replaced by the module's real sizes; footnotes are
-# (name, symbols, source row): tensors with no arrow.
 _ENCODER = dict(
     nodes=[("src", "src\ntoken ids", 0, 4, "input"), ("emb", "encoder.embedding", 3.2, 4, "module"),
            ("drop", "encoder.dropout", 7.0, 4, "module"), ("pack", "pack_padded\n_sequence", 10.2, 4, "op"),
@@ -42,10 +33,9 @@ _BRIDGE = dict(nodes=[("bridge", "encoder.bridge", 14.4, 0, "module")],
                       ("bridge", "final", "tanh", "B, H", ("encoder", 0, "outputs", 1))])
 _NO_BRIDGE = dict(nodes=[], edges=[("cat", "final", "final", "B, H", ("encoder", 0, "outputs", 1))])
 _MEMORY = [("keys", "encoder keys", 0, 8, "input"), ("mask", "mask", 0, 6.3, "input"),
-           ("y", "previous word\nids", 0, 0.6, "input"),
-           ("emb", "decoder.embedding", 3.6, 0.6, "module"), ("weights", "attention\nweights", 17.5, 7.2, "output")]
-_STEPS = [("log_probs", "B, T, V", ("(model)", 0, "outputs", 0)),
-          ("weights", "B, T, S", ("(model)", 0, "outputs", 1))]
+           ("y", "previous word\nids", 0, 0.6, "input"), ("emb", "decoder.embedding", 3.6, 0.6, "module"),
+           ("weights", "attention\nweights", 17.5, 7.2, "output")]
+_STEPS = [("log_probs", "B, T, V", ("(model)", 0, "outputs", 0)), ("weights", "B, T, S", ("(model)", 0, "outputs", 1))]
 _BAHDANAU = dict(
     nodes=_MEMORY + [("ukey", "decoder.attention.key_layer", 3.6, 9.4, "module"),
                      ("prev", "$s_{i-1}$: previous state\n($s_0$ from the encoder)", 0, 4, "input"),
@@ -97,9 +87,7 @@ _NO_FEEDING = dict(nodes=[], edges=[("emb", "gru", "$Ey$", "B, 1, E", ("decoder.
 
 
 def layouts_for(part: str, attention: str, input_feeding: bool, bridge: bool) -> tuple[str, list[dict]]:
-    """(title, layouts) for `part`: the encoder's (with `bridge` or without), Bahdanau's step for
-    attention="bahdanau", else Luong's step for that score (with input feeding or without). The caller checks
-    `part` and `attention`; the layouts are merged in order."""
+    """(title, layouts to merge in order) for the encoder, or for Bahdanau's or Luong's decoder step."""
     if part == "encoder":
         return "The encoder", [_ENCODER, _BRIDGE if bridge else _NO_BRIDGE]
     if attention == "bahdanau":

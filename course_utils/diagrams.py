@@ -1,18 +1,8 @@
 """Architecture diagrams drawn from a real forward pass: every arrow is a tensor, labelled with the shape it had.
 
-Three pictures, one per notebook: the encoder (02), one Bahdanau decoder step (03) and one Luong decoder step with
-the attentional state and input feeding (04). Nothing is typed by hand: `diagram_spec` builds a Seq2Seq from a
-ModelConfig, runs it on a batch of the chosen B, S, T through `trace_shapes`, and reads every label off the
-trace (the first call of each module: step 0 of the decoder). The letters under each shape (B, S, 2H, ...) are
-checked against the numbers, so a label that stops matching the code shows up in the tests.
-
-    diagram_spec(part, config, B, S, T)  -> DiagramSpec   pure logic: nodes, edges, traced shapes
-    _draw_diagram(spec)                   -> Figure        matplotlib only (no pyplot, no widgets)
-    diagram_explorer(part, ...)          -> _DiagramExplorer, or the static Figure without ipywidgets
-
-Where the boxes sit and which trace row each arrow reads are data, in course_utils.diagram_layouts.
-
-Introduced in notebooks 02 (encoder), 03 (Bahdanau step) and 04 (Luong step).
+`diagram_spec` traces a Seq2Seq built from a ModelConfig on one batch (step 0 of the decoder) and reads every label
+off the trace; the letters (B, S, 2H, ...) are checked against the numbers. Box positions are data, in
+`diagram_layouts`. Introduced in notebooks 02 (encoder), 03 (Bahdanau step) and 04 (Luong step).
 """
 from __future__ import annotations
 
@@ -50,11 +40,9 @@ class Node(NamedTuple):
 
 
 class Edge(NamedTuple):
-    """An arrow carrying one tensor, with the shape it had in the traced forward pass.
+    """An arrow carrying one tensor, with its traced shape. Introduced in notebook 02.
 
-    `source` = (module name, call, "inputs" | "outputs", i): the i-th tensor of that trace row. `symbols` spells
-    the shape in letters ("B, S, K"); K and D are shown as 2H and 2 for a bidirectional encoder (H and 1 if not).
-    Introduced in notebook 02."""
+    `source` = (module name, call, "inputs" | "outputs", i): the i-th tensor of that trace row."""
 
     start: str
     end: str
@@ -66,8 +54,7 @@ class Edge(NamedTuple):
 
 
 class DiagramSpec(NamedTuple):
-    """What `_draw_diagram` draws: title, nodes, edges, footnotes (tensors with no arrow), the sizes behind the
-    letters ({"B": 2, "H": 16, ...}) and the trace they were read from. Introduced in notebook 02."""
+    """What `_draw_diagram` draws; footnotes are tensors with no arrow. Introduced in notebook 02."""
 
     part: str
     title: str
@@ -84,23 +71,17 @@ class DiagramSpec(NamedTuple):
 
 
 def _diagram_config(src_vocab_size: int = 30, tgt_vocab_size: int = 40, **settings) -> ModelConfig:
-    """A ModelConfig with small vocabularies, E = 8 and H = 16 unless `settings` (ModelConfig fields) say otherwise.
-
-    Raises ValueError where ModelConfig does (e.g. bidirectional with "dot"). Introduced in notebook 02."""
-    settings.setdefault("embedding_size", 8)
-    settings.setdefault("hidden_size", 16)
-    return ModelConfig(src_vocab_size, tgt_vocab_size, **settings)
+    """A ModelConfig with small vocabularies, E = 8 and H = 16 unless `settings` (ModelConfig fields) say otherwise."""
+    return ModelConfig(src_vocab_size, tgt_vocab_size, **{"embedding_size": 8, "hidden_size": 16, **settings})
 
 
 def _parse_shapes(cell: str) -> list[tuple[int, ...]]:
-    """The tensor shapes in one trace cell, in order: "((2, 1, 8), (1, 2, 8))" -> [(2, 1, 8), (1, 2, 8)];
-    "PackedSequence(data=(9, 8), batch_sizes=(5,))" -> [(9, 8), (5,)]. Introduced in notebook 02."""
+    """The tensor shapes in one trace cell, in order: "((2, 1, 8), (1, 2, 8))" -> [(2, 1, 8), (1, 2, 8)]."""
     return [tuple(int(n) for n in group.replace(",", " ").split()) for group in re.findall(r"\(([\d, ]*)\)", cell)]
 
 
 def _evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
-    """"B, S, E+K" with sizes -> (2, 5, 40): terms are a number, a letter or both ("2H"). Introduced in
-    notebook 02."""
+    """"B, S, E+K" with sizes -> (2, 5, 40): terms are a number, a letter or both ("2H")."""
     def term(text: str) -> int:
         count, name = re.fullmatch(r"(\d*)([A-Za-z_]*)", text.strip()).groups()
         return int(count or 1) * (sizes[name] if name else 1)
@@ -108,9 +89,7 @@ def _evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
 
 
 def _edge_label(edge: Edge, sizes: dict[str, int]) -> str:
-    """'keys (2, 5, 32)\n(B, S, 2H)': the name, the traced shape, the letters (K shown as 2H or H, D as 2 or 1).
-
-    Introduced in notebook 02."""
+    """'keys (2, 5, 32)\n(B, S, 2H)': the name, the traced shape, the letters (K shown as 2H or H, D as 2 or 1)."""
     two = sizes["D"] == 2
     letters = re.sub(r"\bD\b", "2" if two else "1", re.sub(r"\bK\b", "2H" if two else "H", edge.symbols))
     shape, letters = (f"({edge.shape[0]},)", f"({letters},)") if len(edge.shape) == 1 else (edge.shape, f"({letters})")
@@ -131,9 +110,7 @@ def _module_text(model: Seq2Seq, name: str) -> str:
 
 
 def _example_batch(config: ModelConfig, batch_size: int, source_length: int, target_length: int, seed: int = 0):
-    """(src (B, S), src_lengths (B,), tgt (B, T)): random ids, lengths S, S-1, ... (at least 1), EOS then PAD.
-
-    Introduced in notebook 02."""
+    """(src (B, S), src_lengths (B,), tgt (B, T)): random ids, lengths S, S-1, ... (at least 1), EOS then PAD."""
     generator = torch.Generator().manual_seed(seed)
     lengths = torch.tensor([max(source_length - b, 1) for b in range(batch_size)])  # (B,)
     src = torch.randint(4, config.src_vocab_size, (batch_size, source_length), generator=generator)  # (B, S)
@@ -146,12 +123,10 @@ def _example_batch(config: ModelConfig, batch_size: int, source_length: int, tar
 
 def diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_length: int = 5,
                  target_length: int = 3) -> DiagramSpec:
-    """The diagram of `part` ("encoder", or "decoder": Bahdanau's step for attention="bahdanau", Luong's for a
-    Luong score) for a Seq2Seq built from `config` (dropout off) and run on a random batch of B sentences of at
-    most S source and exactly T target tokens (teacher_forcing_ratio=0.0: the decoder's step loop, so step 0 is
-    traced as it runs in generation). Every edge's shape is read from that trace. The global random state is left
-    as it was. Raises ValueError for another part or a decoder without a step diagram. Introduced in notebook 02.
-    """
+    """The diagram of `part` ("encoder" or "decoder") for `config`, read off a traced batch. Introduced in notebook 02.
+
+    The batch has B sentences of at most S source and T target tokens; the decoder runs its step loop as in
+    generation. The global random state is kept. Raises ValueError for a part or attention without a diagram."""
     if part not in _PARTS:
         raise ValueError(f"part must be one of {_PARTS}, got {part!r}")
     if part == "decoder" and config.attention not in ATTENTION_SCORES:
@@ -168,11 +143,7 @@ def diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_len
                  N=int(src_lengths.sum()), A=additive.in_features if additive is not None else config.hidden_size)
     title, layouts = layouts_for(part, config.attention, config.input_feeding, model.encoder.bridge is not None)
     cells = {(row.name, row.call): row for row in trace}
-
-    def traced(source):
-        name, call, io, index = source
-        return _parse_shapes(getattr(cells[name, call], io))[index]
-
+    traced = lambda source: _parse_shapes(getattr(cells[source[:2]], source[2]))[source[3]]  # (name, call, io, i)
     nodes = [Node(key, _module_text(model, text) if kind == "module" else text, x, y, kind)
              for layout in layouts for key, text, x, y, kind in layout["nodes"]]
     edges = [Edge(a, b, name, symbols, traced(source), source, feedback=b == "cat1" and a == "combine")
@@ -195,21 +166,15 @@ def _footnote(spec: DiagramSpec) -> str:
 
 
 def _draw_diagram(spec: DiagramSpec) -> Figure:
-    """Draw a DiagramSpec: coloured boxes (inputs blue, modules yellow, operations grey, outputs green), one arrow
-    per edge labelled 'name (traced shape)' over the same shape in letters, and a footnote. Returns a Figure
-    created without pyplot. Introduced in notebook 02."""
+    """Draw a DiagramSpec on a Figure made without pyplot: inputs blue, modules yellow, ops grey, outputs green."""
     xs, ys = [n.x for n in spec.nodes], [n.y for n in spec.nodes]
     unit = 0.62  # inches per layout unit
-    width, height = (max(xs) - min(xs) + 3.2) * unit, (max(ys) - min(ys) + 2.4) * unit
-    fig = Figure(figsize=(width, height))
+    fig = Figure(figsize=((max(xs) - min(xs) + 3.2) * unit, (max(ys) - min(ys) + 2.4) * unit))
     ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(min(xs) - 1.6, max(xs) + 1.6)
-    ax.set_ylim(min(ys) - 1.3, max(ys) + 1.1)
+    ax.set(xlim=(min(xs) - 1.6, max(xs) + 1.6), ylim=(min(ys) - 1.3, max(ys) + 1.1))
     ax.axis("off")
-    boxes = {}
-    for n in spec.nodes:
-        boxes[n.key] = ax.text(n.x, n.y, n.text, ha="center", va="center", fontsize=8.5, zorder=3,
-                               bbox=dict(boxstyle="round,pad=0.4", fc=_COLORS[n.kind], ec="#555555"))
+    boxes = {n.key: ax.text(n.x, n.y, n.text, ha="center", va="center", fontsize=8.5, zorder=3,
+                            bbox=dict(boxstyle="round,pad=0.4", fc=_COLORS[n.kind], ec="#555555")) for n in spec.nodes}
     where = {n.key: (n.x, n.y) for n in spec.nodes}
     for e in spec.edges:
         (x0, y0), (x1, y1) = where[e.start], where[e.end]
@@ -228,9 +193,7 @@ def _draw_diagram(spec: DiagramSpec) -> Figure:
 
 
 class _DiagramState(NamedTuple):
-    """The diagram for one setting of the controls: a spec, or a message saying why there is none.
-
-    Introduced in notebook 02."""
+    """The diagram for one setting of the controls: a spec, or a message saying why there is none."""
 
     message: str
     spec: DiagramSpec | None
@@ -238,12 +201,9 @@ class _DiagramState(NamedTuple):
 
 def _diagram_state(part: str, batch_size: int, source_length: int, target_length: int,
                   config: ModelConfig | None = None, **settings) -> _DiagramState:
-    """The pure logic behind the controls: `settings` (ModelConfig fields) override `config` (default
-    `_diagram_config()`); input_feeding is dropped for a decoder other than Luong's. Never raises on a setting:
-    a combination ModelConfig refuses (bidirectional with "dot") comes back as the message. Introduced in
-    notebook 02."""
-    base = dataclasses.asdict(config or _diagram_config())
-    base.update(settings)
+    """The logic behind the controls: `settings` override `config`; a combination ModelConfig refuses comes back
+    as the message. input_feeding is dropped for a decoder other than Luong's."""
+    base = {**dataclasses.asdict(config or _diagram_config()), **settings}
     if part == "encoder":
         base["attention"] = "bahdanau"  # any decoder that accepts 2H keys: the encoder is the same for all
     if base["attention"] not in LUONG_SCORES:
@@ -256,8 +216,7 @@ def _diagram_state(part: str, batch_size: int, source_length: int, target_length
 
 def _show_diagram(part: str, config: ModelConfig | None = None, batch_size: int = 2, source_length: int = 5,
                  target_length: int = 3, **settings) -> Figure | None:
-    """The static diagram for fixed settings (what the explorer shows first); prints the message and returns None
-    for a refused combination. Introduced in notebook 02."""
+    """The static diagram for fixed settings; prints the message and returns None for a refused combination."""
     state = _diagram_state(part, batch_size, source_length, target_length, config, **settings)
     if state.message:
         print(state.message)
@@ -271,14 +230,10 @@ def _png(fig: Figure) -> str:
 
 
 class _DiagramExplorer:
-    """Sliders and boxes that redraw the diagram from a new forward pass. Display it as a cell's last expression.
+    """Sliders and boxes that redraw the diagram from a new forward pass; display it as a cell's last expression.
 
-    Controls (attributes): batch_size, source_length, target_length, embedding_size, hidden_size (IntSliders),
-    bidirectional, input_feeding (Checkboxes), attention (Dropdown); `controls` lists those shown (the encoder's:
-    B, S, E, H, bidirectional). `message` (HTML), `output` (Output showing the PNG), `widget` (the VBox),
-    `state()` (the current _DiagramState). `settings` set the controls' first values (_CONTROLLED) or fix other
-    ModelConfig fields (e.g. src_vocab_size). Where widgets do not render (a static export, a viewer without the
-    widget manager) the cell shows the first diagram as a PNG instead. Introduced in notebook 02.
+    `controls` lists the widgets shown; `settings` set their first values (_CONTROLLED) or fix other ModelConfig
+    fields. Where widgets do not render, the cell shows the first diagram as a PNG.
     """
 
     def __init__(self, part: str = "encoder", config: ModelConfig | None = None, batch_size: int = 2,
@@ -294,11 +249,8 @@ class _DiagramExplorer:
         first = {**dataclasses.asdict(config), **settings}
         self.part = part
         self.config = dataclasses.replace(config, **{k: v for k, v in settings.items() if k not in _CONTROLLED})
-
-        def slider(name, value, low, high, step=1):
-            return w.IntSlider(value=value, min=low, max=max(high, value), step=step, description=name,
-                               continuous_update=False)
-
+        slider = lambda name, value, low, high, step=1: w.IntSlider(
+            value=value, min=low, max=max(high, value), step=step, description=name, continuous_update=False)
         self.batch_size, self.source_length = slider("B", batch_size, 1, 8), slider("S", source_length, 1, 12)
         self.target_length = slider("T", target_length, 1, 10)
         self.embedding_size, self.hidden_size = slider("E", first["embedding_size"], 2, 64, 2), slider(
@@ -341,11 +293,7 @@ class _DiagramExplorer:
 
 def diagram_explorer(part: str = "encoder", config: ModelConfig | None = None, batch_size: int = 2,
                      source_length: int = 5, target_length: int = 3, **settings):
-    """The _DiagramExplorer if ipywidgets is installed, else (with a note) `_show_diagram`'s static Figure.
-
-    part: "encoder" or "decoder"; config (default `_diagram_config()`) and settings (embedding_size,
-    hidden_size, bidirectional, attention, input_feeding) give the starting sizes. Introduced in notebook 02.
-    """
+    """The _DiagramExplorer, or without ipywidgets (with a note) the static Figure. Introduced in notebook 02."""
     try:
         import ipywidgets  # noqa: F401
     except ImportError:

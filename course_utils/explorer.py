@@ -1,18 +1,8 @@
 """An interactive attention explorer: type a French sentence, pick a model, step through its translation.
 
-At step t the explorer shows the translation so far, the attention the decoder used to produce output token t
-(row t of the heatmap, outlined; later rows faded), and the top-5 candidates for token t as a bar chart.
-
-The work is split in three layers so that everything but the last one runs without a browser:
-
-    explorer_state(trained, sentence, mode, step)  -> ExplorerState   pure logic: translate, force-decode, pick row t
-    draw_state(state)                              -> Figure          matplotlib only (no pyplot, no widgets)
-    AttentionExplorer(models)                      -> ipywidgets UI   Text, Dropdown, ToggleButtons, IntSlider, Output
-
-The figure is rendered to PNG and displayed inside an `Output` widget, like the inline backend does, so the
-explorer works in JupyterLab, classic Notebook and Colab with no frontend extension. Without ipywidgets, use
-`show_static(models, sentence, ...)`, which draws the same picture for fixed settings.
-
+At step t it shows the translation so far, row t of the attention heatmap (later rows faded) and the top-5 next
+tokens. `explorer_state` is pure logic, `draw_state` matplotlib only (no pyplot), `AttentionExplorer` the ipywidgets
+UI (its figure a PNG inside an Output widget); `show_static` draws the same picture without ipywidgets.
 Introduced in notebook 06.
 """
 from __future__ import annotations
@@ -45,37 +35,20 @@ _FONT_SIZE = 12  # points: tick labels, axis labels and titles of the explorer's
 
 @dataclass
 class ExplorerState:
-    """Everything the explorer shows at one step, as plain data (what the tests read back).
+    """Everything the explorer shows at one step, as plain data. Introduced in notebook 06."""
 
-    message:        a hint, an error explained, or "" when all is well; shown above the figure.
-    model_name, mode, sentence: the current settings.
-    source_tokens:  (S,) the labels of the heatmap's columns: the normalised source words plus "<eos>", each
-                    word missing from the vocabulary marked "word (unk)" (the model reads it as <unk>).
-                    Empty when there is nothing to show (hint or error in `message`).
-    output_tokens:  (T,) the full translation, "<eos>" included when produced.
-    attention:      (T, S) float array, or None (model without attention, or nothing translated).
-    step:           t, 0-based: the decoder is producing output_tokens[t] (0 when there is nothing to show).
-    tokens_so_far:  output_tokens[:t], the output already produced before step t.
-    chosen:         output_tokens[t], the token chosen at step t.
-    weights_row:    (S,) attention at step t (row t of `attention`), or None.
-    top_k:          [(token, probability)] the model's most probable candidates for token t, best first
-                    (<pad> and <sos> excluded: decoding never picks them).
-    unknown_words:  the source words missing from the vocabulary, unmarked.
-    Introduced in notebook 06.
-    """
-
-    message: str = ""
+    message: str = ""  # a hint, an error explained, or "" when all is well
     model_name: str = ""
     mode: str = "greedy"
     sentence: str = ""
-    source_tokens: list[str] = field(default_factory=list)
-    output_tokens: list[str] = field(default_factory=list)
-    attention: np.ndarray | None = None
-    step: int = 0
-    tokens_so_far: list[str] = field(default_factory=list)
-    chosen: str = ""
-    weights_row: np.ndarray | None = None
-    top_k: list[tuple[str, float]] = field(default_factory=list)
+    source_tokens: list[str] = field(default_factory=list)  # (S,) words + "<eos>", unknown ones as "word (unk)"
+    output_tokens: list[str] = field(default_factory=list)  # (T,) the full translation
+    attention: np.ndarray | None = None  # (T, S); None without attention or translation
+    step: int = 0  # t, 0-based: the decoder is producing output_tokens[t]
+    tokens_so_far: list[str] = field(default_factory=list)  # output_tokens[:t]
+    chosen: str = ""  # output_tokens[t]
+    weights_row: np.ndarray | None = None  # (S,) row t of `attention`
+    top_k: list[tuple[str, float]] = field(default_factory=list)  # (token, probability), best first; no <pad>, <sos>
     unknown_words: list[str] = field(default_factory=list)
 
     @property
@@ -102,8 +75,7 @@ class _Decoded:
 
 
 def _check_trained(name: str, trained) -> None:
-    missing = [a for a in ("model", "src_vocab", "tgt_vocab") if not hasattr(trained, a)]
-    if missing:
+    if missing := [a for a in ("model", "src_vocab", "tgt_vocab") if not hasattr(trained, a)]:
         raise TypeError(f"models[{name!r}] has no {', '.join(missing)}; pass TrainedModel objects, e.g. "
                         f"{{'bahdanau': load_or_train('lecture-bahdanau')}}")
 
@@ -119,11 +91,8 @@ def _decode(trained, sentence: str, mode: str, beam_width: int, top_k: int) -> _
     forced = force_decode(trained.model, torch.tensor(src_ids), torch.tensor(output_ids))
     probs = forbid_special_tokens(forced.log_probs).exp()  # (T, V): PAD and SOS get 0, as in decoding
     top_probs, top_ids = probs.topk(min(top_k, probs.size(-1)), dim=-1)  # (T, k), (T, k)
-    index2word = trained.tgt_vocab.index2word
-    top_tokens = [[index2word[i] for i in row] for row in top_ids.tolist()]
-    attention = translation.attention
-    if attention is not None:
-        attention = attention.detach().float().cpu().numpy()  # (T, S)
+    top_tokens = [[trained.tgt_vocab.index2word[i] for i in row] for row in top_ids.tolist()]  # (T, k)
+    attention = None if translation.attention is None else translation.attention.detach().float().cpu().numpy()
     source_tokens = [f"{word} (unk)" if word in translation.unknown_words else word
                      for word in translation.source_tokens[:-1]] + [translation.source_tokens[-1]]
     return _Decoded(source_tokens, list(translation.output_tokens), attention, top_tokens,
@@ -164,20 +133,16 @@ def _decode_or_message(trained, sentence: str, mode: str, beam_width: int, top_k
 
 def explorer_state(trained, sentence: str, mode: str = "greedy", step: int | None = None,
                    beam_width: int = _DEFAULT_BEAM_WIDTH, top_k: int = _TOP_K, model_name: str = "") -> ExplorerState:
-    """The explorer's pure logic for one setting: never raises on user input, explains problems in `message`.
+    """The explorer's pure logic for one setting; user input never raises, problems go in `message`.
 
-    trained: a TrainedModel (anything with .model, .src_vocab, .tgt_vocab). sentence: raw French text.
-    mode: "greedy" or "beam" (beam search of width `beam_width`, best hypothesis); another mode is a programming
-    error and raises ValueError. step: t, clamped to 0..T-1 (None = last step). top_k: how many next-token
-    candidates to list. model_name: copied into the state. Returns ExplorerState. Introduced in notebook 06.
+    step: t, clamped to 0..T-1 (None = last). A mode other than "greedy" or "beam" raises ValueError.
+    Introduced in notebook 06.
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
     settings = dict(model_name=model_name, mode=mode, sentence=sentence)
     return _state_at(_decode_or_message(trained, sentence, mode, beam_width, top_k), step, **settings)
 
-
-# ------------------------------------------------------------------------------------------------ drawing
 
 def _set_font_size(ax, size: float) -> None:
     """Tick labels, axis labels and title of `ax` at `size` points; texts inside the axes (bar values) 2 smaller."""
@@ -187,14 +152,10 @@ def _set_font_size(ax, size: float) -> None:
 
 
 def draw_state(state: ExplorerState) -> Figure | None:
-    """Draw one explorer state: heatmap with row t outlined and later rows faded, its colour bar, and the top-k bars.
+    """Draw one state: heatmap (row t outlined, later rows faded), colour bar, top-k bars. Introduced in notebook 06.
 
-    The colour bar shows the heatmap's fixed 0..1 weight scale; labels are _FONT_SIZE points. A model without
-    attention gets the bar chart alone. Returns a matplotlib Figure (created without pyplot, so nothing piles up in
-    notebooks) whose axes are [heatmap, bar chart, colour bar] ([bar chart] without attention), or None when the
-    state has nothing to draw (hint or error). The layout is computed from the label lengths instead of
-    matplotlib's constrained layout: one draw per redraw instead of three keeps the explorer responsive.
-    Introduced in notebook 06.
+    Returns a Figure made without pyplot, axes [heatmap, bars, colour bar] (just [bars] without attention), or None
+    when there is nothing to draw. The layout is computed from label lengths, not matplotlib's constrained layout.
     """
     if not state.ok:
         return None
@@ -258,11 +219,9 @@ def _summary_html(state: ExplorerState) -> str:
 
 def show_static(models: Mapping[str, object], sentence: str = _EXAMPLE_SENTENCE, model_name: str | None = None,
                 mode: str = "greedy", step: int | None = None) -> Figure | None:
-    """The explorer's picture for fixed settings, for notebooks without ipywidgets (or exported to HTML/PDF).
+    """The explorer's picture for fixed settings, without ipywidgets. Introduced in notebook 06.
 
-    models: {name: TrainedModel}; model_name: which one (default the first); mode, step as in `explorer_state`.
-    Prints the message (hint, unknown words) and returns the Figure (None if there is nothing to draw); make it the
-    last expression of a cell to display it. Introduced in notebook 06.
+    model_name defaults to the first model. Prints the message; returns the Figure, or None if nothing to draw.
     """
     if not models:
         raise ValueError("models is empty; pass {name: TrainedModel}")
@@ -278,18 +237,11 @@ def show_static(models: Mapping[str, object], sentence: str = _EXAMPLE_SENTENCE,
     return draw_state(state)
 
 
-# ------------------------------------------------------------------------------------------------ widgets
-
 class AttentionExplorer:
-    """The interactive explorer. Display it by making it the last expression of a cell.
+    """The interactive explorer; display it as a cell's last expression. Introduced in notebook 06.
 
-    models: {name: TrainedModel}. sentence: initial text. beam_width: used in "beam" mode. top_k: next-token
-    candidates in the bar chart. Raises ImportError (naming `show_static`) when ipywidgets is missing.
-    Widgets (attributes): text (Text), model (Dropdown), mode (ToggleButtons greedy/beam), step (IntSlider
-    1..T, as people count; `state().step` is the 0-based row index, slider - 1), summary (HTML), output (Output
-    showing the PNG figure); `widget` is the whole VBox.
-    `state()` returns the current ExplorerState; `last_redraw_seconds` how long the last redraw took.
-    Introduced in notebook 06.
+    The step slider counts 1..T; `state().step` is the 0-based row (slider - 1). Raises ImportError (naming
+    `show_static`) without ipywidgets.
     """
 
     def __init__(self, models: Mapping[str, object], sentence: str = _EXAMPLE_SENTENCE,
@@ -314,8 +266,7 @@ class AttentionExplorer:
         self.model = widgets.Dropdown(options=list(self.models), description="model:")
         self.mode = widgets.ToggleButtons(options=list(_MODES), value="greedy", description="decoding:")
         self.step = widgets.IntSlider(value=1, min=1, max=1, description="step:", continuous_update=True)  # 1..T
-        self.summary = widgets.HTML()
-        self.output = widgets.Output()
+        self.summary, self.output = widgets.HTML(), widgets.Output()
         self.widget = widgets.VBox([widgets.HBox([self.text, self.model]), self.mode, self.step, self.summary,
                                     self.output])
         for control in (self.text, self.model, self.mode):
@@ -323,7 +274,6 @@ class AttentionExplorer:
         self.step.observe(self._on_step_change, names="value")
         self._on_settings_change(None)
 
-    # -- logic (no browser needed) ----------------------------------------------------------------------------
     def _decoded(self) -> _Decoded | str:
         """The current sentence decoded by the current model and mode (cached), or a message string."""
         key = (self.model.value, self.mode.value, self.text.value)
@@ -339,7 +289,6 @@ class AttentionExplorer:
         settings = dict(model_name=self.model.value, mode=self.mode.value, sentence=self.text.value)
         return _state_at(self._decoded(), self.step.value - 1, **settings)  # the slider counts from 1, rows from 0
 
-    # -- callbacks -------------------------------------------------------------------------------------------
     def _on_settings_change(self, change) -> None:
         """New sentence, model or mode: re-translate, reset the slider to the last step, redraw."""
         decoded = self._decoded()
@@ -357,13 +306,8 @@ class AttentionExplorer:
         if not self._busy:
             self.redraw()
 
-    # -- drawing ---------------------------------------------------------------------------------------------
     def redraw(self) -> ExplorerState:
-        """Recompute the state and show it: summary text, and the figure as one PNG output of the Output widget.
-
-        The output is replaced in one assignment (no flicker, no dependence on the kernel's matplotlib backend,
-        and testable without a kernel). Returns the state shown; `last_redraw_seconds` says how long it took.
-        """
+        """Recompute the state and show it; the Output's PNG is replaced in one assignment. Returns the state."""
         started = time.perf_counter()
         state = self.state()
         self.summary.value = _summary_html(state)
@@ -384,11 +328,7 @@ class AttentionExplorer:
 
 
 def explore(models: Mapping[str, object], sentence: str = _EXAMPLE_SENTENCE):
-    """The explorer if ipywidgets is installed, else the static picture of its first model: one call for notebooks.
-
-    Returns an AttentionExplorer, or (without ipywidgets) what `show_static` returns: a Figure, or None when
-    there is nothing to draw. Introduced in notebook 06.
-    """
+    """An AttentionExplorer, or without ipywidgets the first model's static picture. Introduced in notebook 06."""
     try:
         import ipywidgets  # noqa: F401
     except ImportError:

@@ -1,11 +1,6 @@
 """The shape tracer: run one forward pass and list every submodule call with its input and output shapes.
 
-Introduced in notebook 02 and used through 04 to "inspect every step's shapes":
-
-    trace = trace_shapes(model, batch.src, batch.src_lengths, batch.tgt)
-    trace                 # a table in a notebook (_repr_html_)
-    print(trace)          # the same table as plain text
-    trace.first_calls()   # only the first call of each module (a decoder runs its layers once per step)
+`trace_shapes(model, src, src_lengths, tgt)` returns a ShapeTrace: a table in a notebook, plain text with `print`.
 """
 import html
 from typing import Any, NamedTuple
@@ -20,14 +15,11 @@ _COLUMNS = ("module", "type", "call", "inputs", "outputs")
 
 
 def _describe_shapes(value: Any) -> str:
-    """A short text for the shapes inside `value`: tensors as (2, 5), PackedSequence, NamedTuple fields,
-    tuples/lists, dicts, None; other objects by repr (numbers, strings) or type name."""
+    """A short text for the shapes inside `value` (tensors as (2, 5), containers recursively), else repr or type."""
     if isinstance(value, Tensor):
         return str(tuple(value.shape))
     if isinstance(value, PackedSequence):
         return f"PackedSequence(data={tuple(value.data.shape)}, batch_sizes={tuple(value.batch_sizes.shape)})"
-    if value is None:
-        return "None"
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # NamedTuple
         fields = ", ".join(f"{name}={_describe_shapes(item)}" for name, item in zip(value._fields, value, strict=True))
         return f"{type(value).__name__}({fields})"
@@ -36,7 +28,7 @@ def _describe_shapes(value: Any) -> str:
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{key}={_describe_shapes(item)}" for key, item in value.items()) + "}"
-    if isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, (bool, int, float, str)):
         return repr(value)
     return type(value).__name__
 
@@ -53,14 +45,10 @@ class _ShapeRow(NamedTuple):
 
 
 class ShapeTrace:
-    """The rows of one traced forward pass, in call order (parents before children), and the model's output.
-
-    `str(trace)` is a plain-text table; notebooks render `_repr_html_`. Introduced in notebook 02.
-    """
+    """The rows of one forward pass in call order (parents first) and its output. Introduced in notebook 02."""
 
     def __init__(self, rows: list[_ShapeRow], output: Any = None):
-        self.rows = rows
-        self.output = output
+        self.rows, self.output = rows, output
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -87,44 +75,38 @@ class ShapeTrace:
 
     def _repr_html_(self) -> str:
         header = "".join(f"<th style='text-align:left'>{name}</th>" for name in _COLUMNS)
-        body = []
-        for row in self.rows:
-            name = f"<td style='text-align:left;padding-left:{0.5 + 1.5 * row.depth}em'>{html.escape(row.name)}</td>"
-            rest = "".join(f"<td style='text-align:left'><code>{html.escape(cell)}</code></td>"
-                           for cell in self._cells(row)[1:])
-            body.append(f"<tr>{name}{rest}</tr>")
-        return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        body = "".join(
+            f"<tr><td style='text-align:left;padding-left:{0.5 + 1.5 * row.depth}em'>{html.escape(row.name)}</td>"
+            + "".join(f"<td style='text-align:left'><code>{html.escape(c)}</code></td>" for c in self._cells(row)[1:])
+            + "</tr>" for row in self.rows)
+        return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def trace_shapes(model: nn.Module, *args, **kwargs) -> ShapeTrace:
-    """Call `model(*args, **kwargs)` under torch.no_grad() with hooks on every module (the model included) and
-    return a ShapeTrace: one row per call with the module's name, type, call number, input and output shapes.
-    The hooks are removed afterwards, also when the forward pass raises. Introduced in notebook 02.
-    """
+    """Run `model(*args, **kwargs)` under no_grad, one row per module call. Introduced in notebook 02.
+
+    The hooks are removed afterwards, also when the forward pass raises."""
     rows: list[_ShapeRow] = []
     open_calls: list[int] = []  # row indices of the calls currently running (a stack)
-    call_counts: dict[str, int] = {}
+    names = {module: name or "(model)" for name, module in model.named_modules()}
+    calls = dict.fromkeys(names, 0)  # calls so far, per module
     handles = []
 
-    def make_hooks(name: str):
-        def before(module, inputs, kw):
-            call = call_counts.get(name, 0)
-            call_counts[name] = call + 1
-            described = ", ".join([_describe_shapes(x) for x in inputs] +
-                                  [f"{key}={_describe_shapes(x)}" for key, x in kw.items()])
-            rows.append(_ShapeRow(name, type(module).__name__, call, len(open_calls), described, ""))
-            open_calls.append(len(rows) - 1)
+    def before(module, inputs, kw):
+        described = ", ".join([_describe_shapes(x) for x in inputs] +
+                              [f"{key}={_describe_shapes(x)}" for key, x in kw.items()])
+        rows.append(_ShapeRow(names[module], type(module).__name__, calls[module], len(open_calls), described, ""))
+        calls[module] += 1
+        open_calls.append(len(rows) - 1)
 
-        def after(module, inputs, kw, output):
-            index = open_calls.pop()
-            rows[index] = rows[index]._replace(outputs=_describe_shapes(output))
-        return before, after
+    def after(module, inputs, kw, output):
+        index = open_calls.pop()
+        rows[index] = rows[index]._replace(outputs=_describe_shapes(output))
 
     try:
-        for name, module in model.named_modules():
-            before, after = make_hooks(name or "(model)")
-            handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
-            handles.append(module.register_forward_hook(after, with_kwargs=True))
+        for module in names:
+            handles += [module.register_forward_pre_hook(before, with_kwargs=True),
+                        module.register_forward_hook(after, with_kwargs=True)]
         with torch.no_grad():
             output = model(*args, **kwargs)
     finally:

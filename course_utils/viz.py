@@ -1,16 +1,7 @@
 """Pictures of attention: heatmaps, side-by-side grids, next-token bars and training curves.
 
-The heatmap convention used everywhere in the course: one ROW per output token (top = first output step), one
-COLUMN per source token (left = first word, the source "<eos>" last), colours on a fixed 0..1 scale so that maps of
-different models and sentences can be compared by eye. Row t is the distribution the decoder used to produce
-output token t.
-
-Every drawing function returns its figure (and axes) and never calls `plt.show()`: in a notebook the inline
-backend shows figures at the end of the cell; end the call with `;` or assign the result to avoid a second copy
-from the cell's return value.
-
-Introduced in notebook 03 (heatmaps), notebook 05 (training curves) and notebook 06 (grids, next-token bars and
-the 2017 tutorial's tick-label exhibit).
+Heatmaps: one row per output token (top = first step), one column per source token ("<eos>" last), a fixed 0..1
+colour scale. Drawing functions return their figure and never call `plt.show()`. Introduced in notebook 03.
 """
 from __future__ import annotations
 
@@ -42,20 +33,14 @@ _PANEL_TITLE_SIZE = 10  # points: a grid panel's title, wrapped to the width of 
 
 
 class AttentionPlot(NamedTuple):
-    """What `plot_attention` and `plot_top_k` return; unpacks as `fig, ax = plot_attention(...)`.
-
-    Introduced in notebook 03.
-    """
+    """What `plot_attention` and `plot_top_k` return: `fig, ax`. Introduced in notebook 03."""
 
     fig: Figure
     ax: Axes
 
 
 class AttentionPanel(NamedTuple):
-    """One heatmap of a grid: a title, the (T, S) weights (or None: no attention) and the tokens labelling them.
-
-    Introduced in notebook 06.
-    """
+    """One heatmap of a grid: title, (T, S) weights (None: no attention), labels. Introduced in notebook 06."""
 
     title: str
     weights: object
@@ -63,16 +48,12 @@ class AttentionPanel(NamedTuple):
     output_tokens: list[str]
 
 
-# ------------------------------------------------------------------------------------------------ heatmap
-
 def _to_numpy_matrix(weights, source_tokens: Sequence[str], output_tokens: Sequence[str]) -> np.ndarray:
     """Check a (T, S) attention matrix against its labels and return it as a float numpy array."""
     if weights is None:
         raise ValueError("weights is None: this model has no attention (attention='none'); pick a model with "
                          "attention, or draw it with plot_model_comparison, which labels such panels")
-    if torch.is_tensor(weights):
-        weights = weights.detach().float().cpu().numpy()
-    matrix = np.asarray(weights, dtype=float)
+    matrix = np.asarray(weights.detach().float().cpu().numpy() if torch.is_tensor(weights) else weights, dtype=float)
     if matrix.ndim == 3 and matrix.shape[0] == 1:
         matrix = matrix[0]  # (T, S) a batch of one is unambiguous
     if matrix.ndim != 2:
@@ -80,12 +61,9 @@ def _to_numpy_matrix(weights, source_tokens: Sequence[str], output_tokens: Seque
                          f"index the batch first, e.g. attention[0, :T, :S]")
     T, S = matrix.shape
     if (len(output_tokens), len(source_tokens)) != (T, S):
-        raise ValueError(
-            f"weights has shape (T={T}, S={S}) but got {len(output_tokens)} output tokens and "
-            f"{len(source_tokens)} source tokens; pass one label per row and per column: the source tokens "
-            f"including '<eos>' and the output tokens including '<eos>' (Translation.source_tokens / "
-            f"Translation.output_tokens), or slice the weights to the real lengths"
-        )
+        raise ValueError(f"weights has shape (T={T}, S={S}) but got {len(output_tokens)} output tokens and "
+                         f"{len(source_tokens)} source tokens; pass one label per row and per column, each list "
+                         f"including '<eos>' (Translation.source_tokens / .output_tokens), or slice the weights")
     return matrix
 
 
@@ -96,66 +74,42 @@ def text_inches(labels, fontsize: float = 10.0) -> float:
 
 def _heatmap_size(num_source: int, num_output: int, colorbar: bool = True) -> tuple[float, float]:
     """Figure size (inches) that gives every cell CELL_INCHES and leaves room for rotated labels."""
-    width = max(3.5, 1.6 + CELL_INCHES * num_source + (0.9 if colorbar else 0.0))
-    height = max(2.5, 1.4 + CELL_INCHES * num_output)
-    return width, height
+    return (max(3.5, 1.6 + CELL_INCHES * num_source + (0.9 if colorbar else 0.0)),
+            max(2.5, 1.4 + CELL_INCHES * num_output))
 
 
 def plot_attention(weights, source_tokens: Sequence[str], output_tokens: Sequence[str], ax: Axes | None = None,
                    title: str | None = None, colorbar: bool = True, highlight_row: int | None = None,
                    annotate: bool = False, cmap: str = ATTENTION_CMAP) -> AttentionPlot:
-    """Draw one attention matrix as a labelled heatmap.
+    """Draw one attention matrix as a labelled heatmap on a fixed 0..1 colour scale. Introduced in notebook 03.
 
-    Args:
-        weights: (T, S) tensor or array, row t = attention while producing output token t (a (1, T, S) batch of one
-            is accepted).
-        source_tokens: S labels for the columns, the source "<eos>" included (`Translation.source_tokens`).
-        output_tokens: T labels for the rows, the final "<eos>" included (`Translation.output_tokens`).
-        ax: axes to draw into; None creates a figure sized for the sentence (pyplot, so notebooks show it).
-        title: axes title.
-        colorbar: add a colour bar. The scale is fixed to 0..1 (weights are probabilities), so two heatmaps with
-            the same colour mean the same weight.
-        highlight_row: outline row t (the explorer's current step) and embolden its label.
-        annotate: write each weight in its cell (for small toy examples).
-        cmap: matplotlib colour map name.
-    Returns:
-        AttentionPlot(fig, ax).
-
-    Ticks are placed with `set_xticks(range(S), labels=...)`: one tick per cell, at the cell's centre. The 2017
-    tutorial's `set_xticklabels([''] + tokens)` relied on an off-screen tick at -1 and now warns (see
-    `plot_attention_2017`). Introduced in notebook 03.
+    weights: (T, S) or (1, T, S); row t = attention while producing output token t. Labels include "<eos>".
     """
     source_tokens, output_tokens = [str(t) for t in source_tokens], [str(t) for t in output_tokens]
     matrix = _to_numpy_matrix(weights, source_tokens, output_tokens)  # (T, S)
     T, S = matrix.shape
-    if ax is None:
-        fig, ax = plt.subplots(figsize=_heatmap_size(S, T, colorbar), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = plt.subplots(figsize=_heatmap_size(S, T, colorbar), layout="constrained") if ax is None \
+        else (ax.figure, ax)
     image = ax.imshow(matrix, cmap=cmap, vmin=0.0, vmax=1.0, aspect="equal", interpolation="nearest",
                       origin="upper")  # row 0 (first output token) at the top
     ax.set_xticks(range(S), labels=source_tokens, rotation=45, ha="right", rotation_mode="anchor")
     ax.set_yticks(range(T), labels=output_tokens)
-    ax.set_xlabel("source")
-    ax.set_ylabel("output")
+    ax.set(xlabel="source", ylabel="output")
     ax.tick_params(length=0)
     grid = dict(color="white", linewidth=0.5, alpha=0.4)  # thin lines between cells (cheaper than minor ticks)
     ax.vlines(np.arange(1, S) - 0.5, -0.5, T - 0.5, **grid)
     ax.hlines(np.arange(1, T) - 0.5, -0.5, S - 0.5, **grid)
     if annotate:
-        for t in range(T):
-            for s in range(S):
-                ax.text(s, t, f"{matrix[t, s]:.2f}", ha="center", va="center", fontsize=7,
-                        color="black" if matrix[t, s] > 0.6 else "white")
+        for (t, s), weight in np.ndenumerate(matrix):
+            ax.text(s, t, f"{weight:.2f}", ha="center", va="center", fontsize=7,
+                    color="black" if weight > 0.6 else "white")
     if highlight_row is not None:
         if not 0 <= highlight_row < T:
             raise ValueError(f"highlight_row={highlight_row} is outside the {T} output rows; use 0..{T - 1}")
         ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), S, 1, fill=False, edgecolor=HIGHLIGHT_COLOR,
                                linewidth=2.5, clip_on=False))
-        ax.get_yticklabels()[highlight_row].set_fontweight("bold")
-        ax.get_yticklabels()[highlight_row].set_color(HIGHLIGHT_COLOR)
-    if title:
-        ax.set_title(title)
+        ax.get_yticklabels()[highlight_row].set(fontweight="bold", color=HIGHLIGHT_COLOR)
+    ax.set_title(title or "")
     if colorbar:
         fig.colorbar(image, ax=ax, label="attention weight", shrink=0.9)
     return AttentionPlot(fig, ax)
@@ -163,22 +117,13 @@ def plot_attention(weights, source_tokens: Sequence[str], output_tokens: Sequenc
 
 def plot_attention_2017(weights, source_tokens: Sequence[str], output_tokens: Sequence[str],
                         pad_labels: bool = True) -> Figure:
-    """EXHIBIT: the 2017 PyTorch tutorial's `showAttention`, kept to show why its tick labels are fragile.
+    """EXHIBIT: the 2017 tutorial's `showAttention`, whose tick labels are fragile. Introduced in notebook 06.
 
-    It calls `ax.set_xticklabels([''] + tokens)` without fixing the tick positions. Matplotlib warns ("set_ticklabels()
-    should only be used with a fixed number of ticks"), and the labels land on the right cells only because
-    `MultipleLocator(1)` happens to produce an off-screen tick at -1 that swallows the '' label. Drop the ''
-    (`pad_labels=False`, the obvious clean-up, applied to both axes) and every source label shifts one cell left,
-    every output label one row up. Use `plot_attention`.
-
-    weights: (T, S); source_tokens: S labels; output_tokens: T labels. Returns the figure.
-    Introduced in notebook 06.
+    Its `set_xticklabels([''] + tokens)` warns; `pad_labels=False` shifts every label one cell. Use `plot_attention`.
     """
     matrix = _to_numpy_matrix(weights, source_tokens, output_tokens)  # (T, S)
-    fig = plt.figure()
-    ax = fig.add_subplot(111)
-    cax = ax.matshow(matrix, cmap="bone")
-    fig.colorbar(cax)
+    fig, ax = plt.subplots()
+    fig.colorbar(ax.matshow(matrix, cmap="bone"))
     pad = [""] if pad_labels else []
     ax.set_xticklabels(pad + list(source_tokens), rotation=90)  # warns: no fixed ticks
     ax.set_yticklabels(pad + list(output_tokens))
@@ -188,17 +133,12 @@ def plot_attention_2017(weights, source_tokens: Sequence[str], output_tokens: Se
 
 
 def visible_tick_labels(axis) -> dict[int, str]:
-    """{cell index: label} for the major ticks drawn inside the axis' view: what a reader actually sees.
-
-    axis: `ax.xaxis` or `ax.yaxis` of a drawn figure. Used to check tick placement. Introduced in notebook 06.
-    """
+    """{cell index: label} of the major ticks inside `ax.xaxis`/`ax.yaxis`'s view. Introduced in notebook 06."""
     axis.figure.canvas.draw()
     low, high = sorted(axis.get_view_interval())
     ticks = zip(axis.get_majorticklocs(), axis.get_ticklabels(), strict=False)
     return {int(round(loc)): label.get_text() for loc, label in ticks if low <= loc <= high}
 
-
-# ------------------------------------------------------------------------------------------------ grids
 
 def _panel_from(title: str, item, tgt_vocab=None, source_tokens: Sequence[str] | None = None) -> AttentionPanel:
     """Read a Translation-like (source_tokens, output_tokens, attention) or a beam Hypothesis (tokens ids)."""
@@ -222,15 +162,7 @@ def _panel_title(title: str, statistic: str, width_inches: float) -> str:
 
 def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title: str | None = None,
                         show_stats: bool = True) -> Figure:
-    """Several heatmaps in one figure, sharing the 0..1 colour scale and one colour bar.
-
-    panels: AttentionPanel(title, weights (T, S) or None, source_tokens, output_tokens) per heatmap; a panel
-    without weights (a model without attention) is drawn as a labelled empty box.
-    ncols: panels per row. title: figure title. show_stats: add the diagonal deviation (see
-    `metrics.diagonal_deviation`) to each panel's title, on a line of its own. Panel titles are wrapped to the
-    width of a panel, so that long titles (a model's whole output) never run into the next panel's title.
-    Returns the figure. Introduced in notebook 06.
-    """
+    """Several heatmaps sharing one colour bar; show_stats adds diagonal deviations. Introduced in notebook 06."""
     panels = list(panels)
     if not panels:
         raise ValueError("nothing to draw: pass at least one panel (translation)")
@@ -238,9 +170,8 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
         raise ValueError(f"ncols must be >= 1, got {ncols}")
     ncols = min(ncols, len(panels))
     nrows = math.ceil(len(panels) / ncols)
-    max_s = max(len(p.source_tokens) for p in panels)
-    max_t = max(len(p.output_tokens) for p in panels)
-    cell_w, cell_h = _heatmap_size(max_s, max_t, colorbar=False)
+    cell_w, cell_h = _heatmap_size(max(len(p.source_tokens) for p in panels),
+                                   max(len(p.output_tokens) for p in panels), colorbar=False)
     titles = []
     for panel in panels:
         statistic = ""
@@ -256,10 +187,8 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
     image = None
     for ax, panel, subtitle in zip(axes.flat, panels, titles, strict=False):  # axes left over are hidden below
         if panel.weights is None:
-            ax.text(0.5, 0.5, "no attention\n(this model has none)", ha="center", va="center",
-                    transform=ax.transAxes)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ax.text(0.5, 0.5, "no attention\n(this model has none)", ha="center", va="center", transform=ax.transAxes)
+            ax.set(xticks=[], yticks=[])
         else:
             plot_attention(panel.weights, panel.source_tokens, panel.output_tokens, ax=ax, colorbar=False)
             image = ax.images[0]
@@ -275,11 +204,7 @@ def plot_attention_grid(panels: Sequence[AttentionPanel], ncols: int = 2, title:
 
 def plot_model_comparison(translations: Mapping[str, object], ncols: int = 2, title: str | None = None,
                           show_stats: bool = True) -> Figure:
-    """The same sentence under several models: {model name: Translation} -> one heatmap per model.
-
-    Each panel is titled with the model name and its output, so different outputs (and so different row labels)
-    stay readable. Models without attention get a labelled empty panel. Introduced in notebook 06.
-    """
+    """One sentence under several models: {model name: Translation} -> one heatmap each. Introduced in notebook 06."""
     if not translations:
         raise ValueError("translations is empty; pass {model name: translate(model, ...)} for at least one model")
     panels = [_panel_from(f"{name}: {getattr(item, 'text', '')}".rstrip(": "), item)
@@ -289,85 +214,55 @@ def plot_model_comparison(translations: Mapping[str, object], ncols: int = 2, ti
 
 def plot_sentence_grid(translations: Sequence[object], ncols: int = 2, title: str | None = None,
                        show_stats: bool = True) -> Figure:
-    """Several sentences under one model: a list of Translations -> one heatmap each, titled by the source.
-
-    Introduced in notebook 06.
-    """
+    """Several sentences under one model: one heatmap per Translation, titled by source. Introduced in notebook 06."""
     panels = [_panel_from(" ".join(t for t in item.source_tokens if t != "<eos>"), item) for item in translations]
     return plot_attention_grid(panels, ncols=ncols, title=title, show_stats=show_stats)
 
 
 def plot_beam_hypotheses(hypotheses: Sequence[object], source_tokens: Sequence[str], tgt_vocab=None,
                          ncols: int = 2, title: str | None = None, show_stats: bool = False) -> Figure:
-    """The hypotheses of one beam search, best first: one heatmap each, titled with rank and score.
-
-    hypotheses: `search.beam_search` results (token ids: pass `tgt_vocab`) or Translations.
-    source_tokens: the source words plus "<eos>" (`Translation.source_tokens` or `prepare_source`'s words).
-    Introduced in notebook 06.
-    """
-    panels = []
-    for rank, item in enumerate(hypotheses, start=1):
-        label = f"#{rank}  score {float(item.score):.3f}" if hasattr(item, "score") else f"#{rank}"
-        panels.append(_panel_from(label, item, tgt_vocab=tgt_vocab, source_tokens=source_tokens))
+    """One heatmap per beam hypothesis (ids: pass `tgt_vocab`), titled by rank and score. Introduced in notebook 06."""
+    panels = [_panel_from(f"#{rank}  score {float(item.score):.3f}" if hasattr(item, "score") else f"#{rank}", item,
+                          tgt_vocab=tgt_vocab, source_tokens=source_tokens) for rank, item in enumerate(hypotheses, 1)]
     return plot_attention_grid(panels, ncols=ncols, title=title, show_stats=show_stats)
 
 
-# ------------------------------------------------------------------------------------------------ bars, curves
-
 def plot_top_k(tokens: Sequence[str], probabilities: Sequence[float], ax: Axes | None = None,
                title: str | None = None, highlight: str | None = None) -> AttentionPlot:
-    """Horizontal bar chart of candidate next tokens, most probable at the top, on a 0..1 axis.
-
-    tokens, probabilities: k candidates (same length). highlight: token to colour (the one actually chosen).
-    Returns AttentionPlot(fig, ax). Introduced in notebook 06.
-    """
+    """Bars of k candidate next tokens, most probable on top; `highlight` colours one. Introduced in notebook 06."""
     if len(tokens) != len(probabilities):
         raise ValueError(f"got {len(tokens)} tokens but {len(probabilities)} probabilities; pass one each")
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(3.5, 0.4 * max(len(tokens), 1) + 1.0), layout="constrained")
-    else:
-        fig = ax.figure
+    fig, ax = plt.subplots(figsize=(3.5, 0.4 * max(len(tokens), 1) + 1.0), layout="constrained") if ax is None \
+        else (ax.figure, ax)
     positions = np.arange(len(tokens))
-    colors = [HIGHLIGHT_COLOR if token == highlight else "tab:blue" for token in tokens]
-    ax.barh(positions, probabilities, color=colors)
+    ax.barh(positions, probabilities, color=[HIGHLIGHT_COLOR if token == highlight else "tab:blue" for token in tokens])
     ax.set_yticks(positions, labels=list(tokens))
     ax.invert_yaxis()  # most probable on top
-    ax.set_xlim(0.0, 1.0)
-    ax.set_xlabel("probability")
+    ax.set(xlim=(0.0, 1.0), xlabel="probability")
     for position, probability in zip(positions, probabilities, strict=True):
         ax.text(min(float(probability) + 0.02, 0.8), position, f"{float(probability):.2f}", va="center", fontsize=8)
-    if title:
-        ax.set_title(title)
+    ax.set_title(title or "")
     return AttentionPlot(fig, ax)
 
 
 def plot_history(histories, title: str | None = None) -> Figure:
-    """Training curves of one or several runs: loss (train solid, dev dashed) and dev BLEU per epoch.
-
-    histories: {run name: History} (anything with train_loss, dev_loss, dev_bleu lists), or a single History.
-    Each run keeps one colour on both panels. Returns the figure. Introduced in notebook 05.
-    """
-    if hasattr(histories, "train_loss"):
-        histories = {"run": histories}
+    """Training curves of {run: History} or one History: loss and dev BLEU per epoch. Introduced in notebook 05."""
+    histories = {"run": histories} if hasattr(histories, "train_loss") else histories
     if not histories:
         raise ValueError("histories is empty; pass {run name: trained.history}")
     for name, history in histories.items():
-        missing = [f for f in ("train_loss", "dev_loss", "dev_bleu") if not hasattr(history, f)]
-        if missing:
+        if missing := [f for f in ("train_loss", "dev_loss", "dev_bleu") if not hasattr(history, f)]:
             raise TypeError(f"histories[{name!r}] has no {', '.join(missing)}; pass train.History objects "
                             f"(trained.history), not {type(history).__name__}")
     fig, (loss_ax, bleu_ax) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     for index, (name, history) in enumerate(histories.items()):
         color = f"C{index % 10}"
-        if history.train_loss:
-            loss_ax.plot(range(1, len(history.train_loss) + 1), history.train_loss, color=color, marker="o",
-                         markersize=3, label=f"{name} train")
-        if history.dev_loss:
-            loss_ax.plot(range(1, len(history.dev_loss) + 1), history.dev_loss, color=color, linestyle="--",
-                         marker="o", markersize=3, label=f"{name} dev")
-        if history.dev_bleu:
-            bleu_ax.plot(range(1, len(history.dev_bleu) + 1), history.dev_bleu, color=color, marker="o",
-                         markersize=3, label=name)
+        for ax, series, style, label in ((loss_ax, history.train_loss, "-", f"{name} train"),
+                                         (loss_ax, history.dev_loss, "--", f"{name} dev"),
+                                         (bleu_ax, history.dev_bleu, "-", name)):
+            if series:
+                ax.plot(range(1, len(series) + 1), series, color=color, linestyle=style, marker="o", markersize=3,
+                        label=label)
     loss_ax.set(title="loss (NLL per token)", xlabel="epoch", ylabel="loss")
     bleu_ax.set(title="dev BLEU", xlabel="epoch", ylabel="BLEU")
     for ax in (loss_ax, bleu_ax):
@@ -381,10 +276,7 @@ def plot_history(histories, title: str | None = None) -> Figure:
 
 
 def save_figure(fig: Figure, path, dpi: int = 100) -> Path:
-    """Save a figure as PNG (or any format matplotlib knows from the suffix), creating parent folders.
-
-    Returns the path written (the command line saves its figures with it).
-    """
+    """Save a figure in the format its suffix names, creating parent folders; returns the path written."""
     path = Path(path)
     if not path.suffix:
         raise ValueError(f"{path} has no file extension; use e.g. {path.name}.png")

@@ -1,11 +1,4 @@
-"""Pictures of padding: where a batch holds `<pad>`, and what attention scores do at those positions.
-
-Like `viz`, every function returns its figure and never calls `plt.show()`. Padding masks follow the course's
-convention (`data.collate_batch`): True on real tokens, False on `<pad>`.
-
-Introduced in notebook 01 (batch masks: plain versus bucketed batches) and notebook 04 (scores and weights of the
-scoring functions on a padded sentence).
-"""
+"""Pictures of padding: where a batch holds `<pad>` (mask False), and what attention scores do at those positions."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -25,34 +18,23 @@ _PAD_BAND = dict(facecolor="lightgray", edgecolor="gray", hatch="//", alpha=0.6,
 
 def _as_numpy(values) -> np.ndarray:
     """A tensor (any device, with or without grad) or array-like as a float numpy array."""
-    if torch.is_tensor(values):
-        values = values.detach().float().cpu().numpy()
-    return np.asarray(values, dtype=float)
+    return np.asarray(values.detach().float().cpu().numpy() if torch.is_tensor(values) else values, dtype=float)
 
 
 def plot_batch_masks(masks: Mapping[str, object], title: str | None = None) -> Figure:
-    """Padding masks of several batches side by side, on one x scale: {panel title: (B, S) mask} -> one panel each.
-
-    Each panel shows a batch's mask as an image, yellow = real token, purple = `<pad>` (row b = sentence b,
-    column s = position s). All panels share the x axis, from position 0 to the longest S, so a shorter batch
-    (bucketed: less padding) is visibly narrower, with blank space after its last position; each title adds the
-    batch's shape and pad fraction. Returns the figure. Introduced in notebook 01.
-    """
+    """{title: (B, S) mask} -> masks side by side on the longest batch's x scale. Introduced in notebook 01."""
     if not masks:
         raise ValueError("masks is empty; pass {title: batch.src_mask} for at least one batch")
     arrays = {name: _as_numpy(mask) for name, mask in masks.items()}
-    for name, array in arrays.items():
-        if array.ndim != 2:
-            raise ValueError(f"masks[{name!r}] must be a (B, S) mask, got shape {array.shape}")
+    if bad := [name for name, array in arrays.items() if array.ndim != 2]:
+        raise ValueError(f"masks[{bad[0]!r}] must be a (B, S) mask, got shape {arrays[bad[0]].shape}")
     fig, axes = plt.subplots(1, len(arrays), figsize=(4.2 * len(arrays), 3.2), sharex=True, sharey=True,
                              squeeze=False, layout="constrained")
-    longest = max(array.shape[1] for array in arrays.values())
     for ax, (name, array) in zip(axes[0], arrays.items(), strict=True):
         ax.imshow(array, cmap=ATTENTION_CMAP, vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
         batch, positions = array.shape
         ax.set(title=f"{name}\n{batch} x {positions}, {1.0 - array.mean():.0%} padding", xlabel="position s")
-    axes[0, 0].set_xlim(-0.5, longest - 0.5)  # shared: every panel on the scale of the longest batch
-    axes[0, 0].set_ylabel("row b of the batch")
+    axes[0, 0].set(xlim=(-0.5, max(a.shape[1] for a in arrays.values()) - 0.5), ylabel="row b of the batch")
     if title:
         fig.suptitle(title)
     return fig
@@ -60,20 +42,11 @@ def plot_batch_masks(masks: Mapping[str, object], title: str | None = None) -> F
 
 def plot_masked_scores(scores: Mapping[str, object], weights: Mapping[str, object], mask,
                        title: str | None = None) -> Figure:
-    """One sentence's attention scores (bars) and weights (red dots) under several scoring functions, pads banded.
-
-    scores: {scoring function: (S,) scores e_j}; weights: {same names: (S,) weights alpha_j}; mask: (S,) True on
-    real tokens. Every padded position gets a hatched grey band over the panel's whole height (legend "padding
-    (masked)"), so it stays visible whatever its score: a dot or general score of a zero key is exactly 0, a bar of
-    height 0. The scores keep each function's own y axis; the weights share a 0..1 axis on the right.
-    Returns the figure. Introduced in notebook 04.
-    """
+    """One sentence's (S,) scores (bars) and weights (dots) per scorer, pads banded. Introduced in notebook 04."""
     if not scores or set(scores) != set(weights):
-        raise ValueError(f"scores and weights must name the same scoring functions, got {list(scores)} and "
-                         f"{list(weights)}")
+        raise ValueError(f"scores and weights must name the same scoring functions: {list(scores)}, {list(weights)}")
     real = _as_numpy(mask).astype(bool)  # (S,)
     S = real.size
-    labels = [f"k{j + 1}" if real[j] else "pad" for j in range(S)]
     fig, axes = plt.subplots(1, len(scores), figsize=(3.3 * len(scores), 3.2), squeeze=False, layout="constrained")
     for ax, name in zip(axes[0], scores, strict=True):
         score, weight = _as_numpy(scores[name]), _as_numpy(weights[name])  # (S,), (S,)
@@ -84,9 +57,8 @@ def plot_masked_scores(scores: Mapping[str, object], weights: Mapping[str, objec
             ax.axvspan(j - 0.5, j + 0.5, **_PAD_BAND, zorder=0, label=None if index else _PAD_LABEL)
         ax.bar(range(S), score, color=["tab:blue" if r else "gray" for r in real], zorder=2, label="score $e_j$")
         ax.axhline(0.0, color="black", linewidth=0.5)
-        ax.set_xticks(range(S), labels=labels)
-        ax.set_xlim(-0.5, S - 0.5)
-        ax.set_title(name)
+        ax.set_xticks(range(S), labels=[f"k{j + 1}" if r else "pad" for j, r in enumerate(real)])
+        ax.set(xlim=(-0.5, S - 0.5), title=name)
         twin = ax.twinx()
         twin.plot(range(S), weight, "o", color=HIGHLIGHT_COLOR, label=r"weight $\alpha_j$")
         twin.set_ylim(0.0, 1.0)
