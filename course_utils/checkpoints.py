@@ -1,14 +1,8 @@
 """Checkpoints: the one file format of every trained model, written atomically, read by one validating loader.
 
-    write_checkpoint(payload, "data/models/mine.pt")    # a dict of plain data and tensors, atomically (atomic_write)
-    saved = read_checkpoint(path, build, vocabs=...)    # torch.load(weights_only=True), checked, weights loaded
-    check_writable("out/mine.pt")                       # before training: can the checkpoint be written there?
-
-A payload holds: format, kind ("classifier"; absent for a translator), name, fast, model_config, train_config, the
-vocabularies (src_vocab, and tgt_vocab for a translator), history and state_dict. The model is built by the caller's
-`build` (course_utils.zoo owns the dispatch), so this module imports nothing above it. A file that cannot be used
-raises CheckpointError in one line that names the file, the problem and the fix; a valid file made for another
-configuration or vocabulary raises its subclass CheckpointMismatch.
+A payload holds format, kind ("classifier"; absent for a translator), name, fast, model_config, train_config, the
+vocabularies, history and state_dict. The caller's `build` makes the model (course_utils.zoo owns the dispatch).
+Errors are one-line CheckpointError (file, problem, fix); a valid file of another configuration: CheckpointMismatch.
 """
 from __future__ import annotations
 
@@ -35,9 +29,8 @@ _VOCABS = {"translator": (("source", "src_vocab"), ("target", "tgt_vocab")), "cl
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be used here; the message is one line: the file, the problem, the fix.
-
-    Introduced in notebook 05."""
+    """A checkpoint that cannot be used here; the message is one line: the file, the problem, the fix. Introduced in
+    notebook 05."""
 
 
 class CheckpointMismatch(CheckpointError):
@@ -51,15 +44,15 @@ class Checkpoint(NamedTuple):
 
 
 def _file_mode() -> int:
-    """The mode an ordinary new file gets here: 0o666 minus the umask (mkstemp alone would give 0o600)."""
+    """0o666 minus the umask: an ordinary new file's mode (mkstemp alone would give 0o600)."""
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> Path:
-    """`write` a temporary file beside `path`, give it an ordinary new file's mode (0o666 minus the umask), then
-    os.replace: `path` holds the old file or the whole new one, never half a file. Raises OSError."""
+    """`write` a temporary file beside `path`, then os.replace: `path` holds the old file or the whole new one, never
+    half a file; the new file gets an ordinary new file's mode. Raises OSError."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file name", str(path))
@@ -82,8 +75,8 @@ def write_checkpoint(payload: dict[str, Any], path: str | os.PathLike) -> Path:
 
 
 def check_writable(path: str | os.PathLike) -> Path:
-    """Check, before any training, that a checkpoint can be written to `path` (missing folders are created, a probe
-    file written and removed); returns it as a Path. Raises CheckpointError naming the path, the reason, the fix."""
+    """Check, before training, that a checkpoint can be written to `path` (folders created, a probe file written and
+    removed); returns it as a Path. Raises CheckpointError."""
     path = Path(path)
     fix = "pass --output a file in a folder you can write (e.g. data/models/mine.pt)"
     if path.is_dir():
@@ -131,16 +124,13 @@ def read_checkpoint(path: str | os.PathLike, build: Callable[[dict[str, Any]], n
                     expected: dict[str, dict] | None = None, vocabs: dict[str, Vocab | None] | None = None,
                     redo: str | None = None, upgrade: Callable[[dict[str, Any]], dict[str, Any]] | None = None
                     ) -> Checkpoint:
-    """The one loader: read `path` with torch.load(weights_only=True) (no code runs), check it all, load the weights.
+    """The one loader: torch.load(weights_only=True) (no code runs), every check, then the weights.
 
-    build: payload -> the untrained model its model_config describes (TypeError/ValueError: it cannot). kind:
-    "translator" or "classifier". expected: {"model_config": dict, "train_config": dict} the file must hold exactly;
-    vocabs: {"src_vocab": Vocab, "tgt_vocab": Vocab} it must hold (each where given). redo: the fix a message ends
-    with (default: delete the file and train again). upgrade: payload -> payload, applied as soon as the file is read
-    (older field names to today's). Returns Checkpoint(the payload with Vocab vocabularies, the
-    model in eval mode on the CPU). Raises CheckpointError for a directory, a missing, unreadable, foreign,
-    incomplete or damaged file, pickled code, a configuration this version cannot build, NaN/infinite weights or
-    weights that do not fit; CheckpointMismatch for a valid file of another configuration or vocabulary.
+    build: payload -> the untrained model (TypeError/ValueError: it cannot). expected: {"model_config": ...,
+    "train_config": ...} and vocabs: {"src_vocab": ..., "tgt_vocab": ...}, where given, must match exactly. redo: the
+    fix a message ends with. upgrade: applied to the payload as soon as it is read (older field names to today's).
+    Returns Checkpoint(payload with Vocab vocabularies, model in eval mode on the CPU). Raises CheckpointError, or
+    CheckpointMismatch for a valid file of another configuration or vocabulary.
     """
     path = Path(path)
     redo = redo or f"delete {path} (or pass another path) and train again"

@@ -1,18 +1,8 @@
-"""What the notebooks say about trained models, in two kinds that a reader can tell apart.
+"""What the notebooks say about trained models, in two kinds a reader can tell apart. Introduced in notebook 04.
 
-    claims = Claims("../benchmarks/results/claims.json", "stored_run.json", fast=FAST)   # the notebook's files
-    claims.check("05.attention_wins_every_length_bucket", gains=[12.5, 11.7, 14.2])   # a property: asserted
-    claims.observe("06.sharpest_scorer", "lecture-scaled_general")   # an observation: stored run beside this run
-
-- A **property of the method** holds for any reasonable run (other seeds, threads, devices, corpus copies). Each is
-  defined once in PROPERTIES: the sentence a notebook says and the test on the values it measures. `check` asserts
-  it in full mode (fast-mode models are smoke tests: it only reports). Its evidence is the evidence file (made by
-  benchmarks/claims_evidence.py: every notebook run over seeds, devices and corpora, each check and observe logged)
-  or a results file beside it; tests/test_claims.py checks that it held in every run.
-- An **observation of one run** is printed as "stored run: X; this run: Y", never asserted; the stored run's values
-  are the stored-run file, written when the committed notebooks are executed with COURSE_RECORD_STORED_RUN=1.
-
-The caller names both files; the notebooks compute the values in the open. Introduced in notebook 04.
+- A **property of the method** (PROPERTIES: the sentence and its test) holds for any reasonable run: `check` asserts it
+  in full mode and reports the runs of the evidence file (benchmarks/claims_evidence.py) or its own results file.
+- An **observation of one run** is printed as "stored run: X; this run: Y" and never asserted.
 """
 from __future__ import annotations
 
@@ -36,12 +26,10 @@ _RECORD_ENV = "COURSE_RECORD_STORED_RUN"  # 1: observe() writes this run's value
 @dataclass(frozen=True)
 class Property:
     """A statement a notebook makes about any reasonable trained model, and its test on the measured values."""
-
     name: str  # "<notebook>.<what>", e.g. "05.attention_wins_every_length_bucket"
     statement: str  # the sentence, as the notebook says it
     holds: Callable[[Mapping[str, Any]], bool]  # values (keyword arguments of check) -> does it hold?
-    # where its multi-seed evidence lives when not in the evidence file's logged learner runs: (a results file beside
-    # the evidence file, a function of that file's JSON -> the values of each of its runs, as check's keyword arguments)
+    # (a results file beside the evidence file, its JSON -> each run's values), when not the evidence file's runs
     evidence: tuple[str, Callable[[Mapping[str, Any]], list[Mapping[str, Any]]]] | None = None
 
 
@@ -50,12 +38,10 @@ def _increasing(values) -> bool:
 
 
 def _alignment_runs(results: Mapping[str, Any], mask_eos: bool = False) -> list[Mapping[str, Any]]:
-    """The neural runs of benchmarks/results/alignment.json (one per attention kind and seed)."""
     return [r for r in results["runs"] if r["kind"] != "ibm1" and r["mask_eos"] == mask_eos]
 
 
 def _transformer_chrf_evidence(results: Mapping[str, Any]) -> list[dict]:
-    """Each (corpus, device, seed) of benchmarks/results/transformer_vs_gru.json: the two recipes' test chrF."""
     pairs: dict[tuple, dict] = {}
     for r in results["records"]:
         if r.get("split") == "test" and r.get("variant") == "recipe":
@@ -75,68 +61,60 @@ def _eos_mask_evidence(results: Mapping[str, Any]) -> list[dict]:
 
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in [
-    # 04: one run's bootstrap interval against the seed spread of benchmarks/results/attention_seeds.json
-    Property("04.seed_noise_matters", "for the scaled Luong recipes the seed spread is larger than one run's "
-             "bootstrap standard error; for Bahdanau and concat the two are within a factor of 2",
+    Property("04.seed_noise_matters", "for the scaled Luong recipes the seed spread is larger than one run's bootstrap "
+             "standard error; for Bahdanau and concat the two are within a factor of 2",
              lambda v: all(v["bootstrap_se"][n] < v["seed_sd"][n] for n in ("lecture-scaled_dot",
                                                                             "lecture-scaled_general"))
-             and all(0.5 < v["bootstrap_se"][n] / v["seed_sd"][n] < 2 for n in ("lecture-bahdanau",
-                                                                                "lecture-concat"))),
-    # 05
-    Property("05.exposure_bias_grows_with_teacher_forcing", "the more teacher forcing in training, the larger the "
-             "gap between a model's free-running and teacher-forced dev loss",
+             and all(0.5 < v["bootstrap_se"][n] / v["seed_sd"][n] < 2 for n in ("lecture-bahdanau", "lecture-concat"))),
+    Property("05.exposure_bias_grows_with_teacher_forcing", "the more teacher forcing in training, the larger the gap "
+             "between a model's free-running and teacher-forced dev loss",
              lambda v: _increasing([v["gap"][r] for r in ("0.0", "0.5", "1.0")])),
     Property("05.teacher_forcing_learns_fastest", "full teacher forcing ends with the best greedy dev BLEU of the "
              "three short runs, free running with the worst",
              lambda v: max(v["final_bleu"], key=v["final_bleu"].get) == "1.0"
              and min(v["final_bleu"], key=v["final_bleu"].get) == "0.0"),
-    Property("05.attention_wins_every_length_bucket", "attention beats no attention in every length bucket of the "
-             "test split", lambda v: all(gain > 0 for gain in v["gains"])),
+    Property("05.attention_wins_every_length_bucket", "attention beats no attention in every length bucket of the test "
+             "split", lambda v: all(gain > 0 for gain in v["gains"])),
     Property("05.gain_ratio_flat_over_length", "the ratio of the two models' BLEU hardly depends on length: the "
              "largest bucket's ratio is less than 1.25 times the smallest's",
              lambda v: min(v["ratios"]) > 0 and max(v["ratios"]) / min(v["ratios"]) < 1.25),
-    # 06
-    Property("06.three_scorers_beat_none_by_5_chrf", "the Bahdanau, scaled dot and concat models are each more "
-             "than 5 chrF points ahead of the model without attention (mean sentence chrF and corpus chrF)",
+    Property("06.three_scorers_beat_none_by_5_chrf", "the Bahdanau, scaled dot and concat models are each more than 5 "
+             "chrF points ahead of the model without attention (mean sentence chrF and corpus chrF)",
              lambda v: all(v["chrf"][n][k] > v["chrf"]["lecture-none"][k] + 5
                            for n in ("lecture-bahdanau", "lecture-scaled_dot", "lecture-concat") for k in (0, 1))),
-    # 07
     Property("07.beam_beats_greedy", "beam search beats greedy decoding at some width",
              lambda v: max(v["beam_bleu"][w] for w in v["beam_bleu"] if w != "1") > v["beam_bleu"]["1"]),
-    Property("07.wider_beams_help_less", "wider beams help less and less: going from width 5 to 10 adds less test "
-             "BLEU than going from 1 (greedy) to 3",
+    Property("07.wider_beams_help_less", "wider beams help less and less: going from width 5 to 10 adds less test BLEU "
+             "than going from 1 (greedy) to 3",
              lambda v: v["beam_bleu"]["10"] - v["beam_bleu"]["5"] < v["beam_bleu"]["3"] - v["beam_bleu"]["1"]),
-    Property("07.raw_log_p_prefers_short_outputs", "ranked by raw log P, the wider the beam, the shorter its "
-             "outputs: width 10 shorter than width 2, width 2 shorter than greedy",
+    Property("07.raw_log_p_prefers_short_outputs", "ranked by raw log P, the wider the beam, the shorter its outputs: "
+             "width 10 shorter than width 2, width 2 shorter than greedy",
              lambda v: v["raw_words"]["10"] < v["raw_words"]["2"] < v["greedy_words"]),
-    Property("07.raw_log_p_close_to_normalised", "at width 10, ranking the hypotheses by raw log P instead of "
-             "log P / T changes test BLEU by less than 5 points (the sentences are short)",
+    Property("07.raw_log_p_close_to_normalised", "at width 10, ranking the hypotheses by raw log P instead of log P / "
+             "T changes test BLEU by less than 5 points (the sentences are short)",
              lambda v: abs(v["bleu"]["normalised"] - v["bleu"]["raw"]) < 5),
-    Property("07.sampling_below_greedy", "sampling scores below greedy decoding at every temperature, and the "
-             "hotter, the worse", lambda v: all(b < v["greedy_bleu"] for b in v["sample_bleu"].values())
+    Property("07.sampling_below_greedy", "sampling scores below greedy decoding at every temperature, and the hotter, "
+             "the worse", lambda v: all(b < v["greedy_bleu"] for b in v["sample_bleu"].values())
              and _increasing([-v["sample_bleu"][t] for t in sorted(v["sample_bleu"], key=float)])),
-    Property("07.unknown_words_are_common", "between a tenth and a quarter of the test sources contain a French "
-             "word that the training split does not have", lambda v: 0.1 < v["unknown"] / v["sources"] < 0.25),
-    Property("07.never_writes_unk", "a model whose vocabulary keeps every training word (almost) never writes "
-             "<unk>: at most 1% of the test outputs", lambda v: v["unk_outputs"] <= 0.01 * v["sources"]),
-    Property("07.attention_finds_the_unknown_word", "copying the source word the <unk> row attends to most picks "
-             "an unknown French word more often than copying the word on the diagonal",
+    Property("07.unknown_words_are_common", "between a tenth and a quarter of the test sources contain a French word "
+             "that the training split does not have", lambda v: 0.1 < v["unknown"] / v["sources"] < 0.25),
+    Property("07.never_writes_unk", "a model whose vocabulary keeps every training word (almost) never writes <unk>: "
+             "at most 1% of the test outputs", lambda v: v["unk_outputs"] <= 0.01 * v["sources"]),
+    Property("07.attention_finds_the_unknown_word", "copying the source word the <unk> row attends to most picks an "
+             "unknown French word more often than copying the word on the diagonal",
              lambda v: v["attention_unknown"] > v["diagonal_unknown"]),
     Property("07.few_copies_are_right", "fewer than a quarter of the copied French words are in the reference",
              lambda v: v["right"] < v["copies"] / 4),
-    Property("07.copying_helps_chrf_more_than_bleu", "copying the attended word instead of a placeholder that "
-             "matches nothing never lowers BLEU, and raises chrF more than BLEU",
+    Property("07.copying_helps_chrf_more_than_bleu", "copying the attended word instead of a placeholder that matches "
+             "nothing never lowers BLEU, and raises chrF more than BLEU",
              lambda v: v["bleu_gain"] > -1e-9 and v["chrf_gain"] > v["bleu_gain"]),
-    # 08
-    Property("08.the_task_is_easy", "every classifier without a sparsity penalty names over 90% of the test "
-             "subjects", lambda v: min(v["accuracy"].values()) > 0.9),
-    Property("08.bag_of_words_points_at_the_pronoun", "the bag of words' top word is the gold pronoun in over 95% "
-             "of the test sentences that have one", lambda v: v["precision"]["bag of words"] > 0.95),
-    # 09: lecture-transformer against lecture-bahdanau, 5 seeds x CPU/GPU x two corpora
-    Property("09.transformer_chrf_above_gru", "the lecture Transformer's test chrF is above the lecture GRU's "
-             "(test BLEU has no clear winner)", lambda v: v["transformer_chrf"] > v["gru_chrf"],
+    Property("08.the_task_is_easy", "every classifier without a sparsity penalty names over 90% of the test subjects",
+             lambda v: min(v["accuracy"].values()) > 0.9),
+    Property("08.bag_of_words_points_at_the_pronoun", "the bag of words' top word is the gold pronoun in over 95% of "
+             "the test sentences that have one", lambda v: v["precision"]["bag of words"] > 0.95),
+    Property("09.transformer_chrf_above_gru", "the lecture Transformer's test chrF is above the lecture GRU's (test "
+             "BLEU has no clear winner)", lambda v: v["transformer_chrf"] > v["gru_chrf"],
              ("transformer_vs_gru.json", _transformer_chrf_evidence)),
-    # 10: on the toy task with gold alignments, over the seeds and attention kinds of alignment.json
     Property("10.shift_hurts_rnn_decoders", "for an RNN decoder, reading the weights one step later (shifted "
              "attention, which helps Transformers) aligns worse than the attention argmax",
              lambda v: v["aer"]["shifted attention"] > v["aer"]["attention argmax"],
@@ -147,7 +125,7 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in [
 
 
 def _plain(value: Any) -> Any:
-    """`value` as JSON data: tensors and numpy numbers become Python numbers, tuples lists, keys strings."""
+    """`value` as JSON data: tensors and numpy numbers as numbers, tuples as lists, keys and non-finite as strings."""
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, Mapping):
@@ -176,13 +154,9 @@ def _holds(prop: Property, values: Mapping[str, Any]) -> bool:
 
 
 class Claims:
-    """Judges and records a notebook's claims against its evidence file and its stored-run file.
-
-    evidence: the evidence file (its folder holds the properties' own results files); stored_run: the stored run's
-    observations (JSON); fast: smoke-test models (nothing asserted, nothing recorded); log: a file each check and
-    observe appends a JSON line to, and record: write this run's observations into `stored_run` (full mode only);
-    None reads them from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 04.
-    """
+    """Judges a notebook's claims against its evidence file and records them in its stored-run file (JSON); fast:
+    smoke-test models (nothing asserted or recorded). log (a JSON-lines file) and record (write observations to
+    `stored_run`), when None, come from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 04."""
 
     def __init__(self, evidence: str | os.PathLike, stored_run: str | os.PathLike, fast: bool = False,
                  log: str | os.PathLike | None = None, record: bool | None = None):
@@ -196,8 +170,7 @@ class Claims:
                 file.write(json.dumps({**record, "fast": self.fast}) + "\n")
 
     def evidence_values(self, prop: Property) -> tuple[str, list[Mapping[str, Any]]]:
-        """(the file the evidence of `prop` lives in, as display_path shows it; the values of each of its runs): its
-        own results file beside the evidence file when it names one, else the learner runs the evidence file logs."""
+        """(the file holding the evidence of `prop`, the values of each of its runs)."""
         if prop.evidence is not None:
             name, runs_of = prop.evidence
             path = self.evidence.parent / name
@@ -208,24 +181,19 @@ class Claims:
         return display_path(self.evidence), [record["values"] for run in _evidence_runs(self.evidence)
                                              for record in run["properties"] if record["name"] == prop.name]
 
-    def _evidence_line(self, prop: Property) -> str:
-        """'; held in 17 of 17 runs of benchmarks/results/claims.json', judged by the property as defined now on
-        each run's values ('' where the file has no run of it)."""
-        path, runs = self.evidence_values(prop)
-        held = [_holds(prop, values) for values in runs]
-        return f"; held in {sum(held)} of {len(held)} runs of {path}" if held else ""
-
     def check(self, name: str, **values: Any) -> bool:
-        """Judge property `name` on this run's `values` (keyword arguments, as PROPERTIES[name].holds reads them),
-        print one line, log it, and in full mode raise AssertionError if it does not hold. Returns whether it held.
-        Introduced in notebook 04."""
+        """Judge property `name` on this run's `values`, print and log one line; returns whether it held, and in full
+        mode raises AssertionError when it does not. Introduced in notebook 04."""
         prop = PROPERTIES[name]
         values = _plain(values)
         held = _holds(prop, values)
         self._log({"kind": "property", "name": name, "held": held, "values": values})
         if held or self.fast:
             verdict = "holds" if held else "does not hold (fast mode: smoke-test models, not asserted)"
-            print(f"property: {prop.statement}: {verdict} on this run{self._evidence_line(prop)}")
+            path, runs = self.evidence_values(prop)
+            judged = [_holds(prop, run) for run in runs]  # each stored run, by the property as defined now
+            evidence = f"; held in {sum(judged)} of {len(judged)} runs of {path}" if judged else ""
+            print(f"property: {prop.statement}: {verdict} on this run{evidence}")
             return held
         raise AssertionError(f"property {name!r} ({prop.statement}) does not hold on this run: {values}. It held in "
                              f"every run of {self.evidence_values(prop)[0]}: please report this run (seed, device, "
@@ -239,9 +207,8 @@ class Claims:
             return {}
 
     def observe(self, name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
-        """Print an observation of one run as "stored run: X; this run: Y" (`show` formats a value), log it, and when
-        recording in full mode store it as the stored run's. Never asserts. Returns `value`. `name` is
-        "<notebook>.<what>", e.g. "06.sharpest_scorer". Introduced in notebook 04."""
+        """Print "stored run: X; this run: Y" for observation `name` ("06.sharpest_scorer"), log it, and store it when
+        recording in full mode. Never asserts; returns `value`. Introduced in notebook 04."""
         value = _plain(value)
         stored = self.stored_run()
         if self.record and not self.fast:

@@ -1,13 +1,6 @@
-"""The classic recipe, reproduced as the baseline of every benchmark.
-
-This is the 2017 PyTorch tutorial "Translation with a Sequence to Sequence Network and Attention", kept faithful
-where it matters for speed and quality: one (French, English) pair per optimiser step, plain SGD (lr 0.01) on a
-GRU encoder and the tutorial's `AttnDecoderRNN` (attention weights from a Linear over [embedding; hidden] with
-MAX_LENGTH slots), hidden size 256, teacher forcing with probability 0.5, and a Python loop over the time steps of
-both the encoder and the decoder. Only the data plumbing is shared with the course (same split, same vocabularies,
-ids from `course_utils.data`), so the numbers compare recipes, not corpora.
-
-Used by benchmarks/throughput.py, benchmarks/time_to_quality.py and benchmarks/memory.py; run live in notebook 05.
+"""The 2017 PyTorch tutorial "Translation with a Sequence to Sequence Network and Attention", the benchmarks' baseline:
+its recipe as written, quirks included (one pair per SGD step, location attention over MAX_LENGTH slots, teacher
+forcing with probability 0.5, Python loops over time steps); only the data (split, vocabularies, ids) is the course's.
 """
 from __future__ import annotations
 
@@ -31,11 +24,7 @@ STEPS = 25_000  # single-pair steps of the baseline run (the tutorial itself run
 
 
 class ClassicEncoder(nn.Module):
-    """The tutorial's encoder: embedding + GRU fed one token at a time. Shapes are (1, 1, H) throughout.
-
-    Introduced in notebook 05.
-    """
-
+    """The tutorial's encoder: embedding + GRU fed a token at a time, (1, 1, H) all along. Introduced in notebook 05."""
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__()
         self.hidden_size = hidden_size
@@ -48,11 +37,7 @@ class ClassicEncoder(nn.Module):
 
 
 class ClassicAttnDecoder(nn.Module):
-    """The tutorial's `AttnDecoderRNN`: location-style attention over MAX_LENGTH encoder slots.
-
-    Introduced in notebook 05.
-    """
-
+    """The tutorial's `AttnDecoderRNN`: location attention over MAX_LENGTH encoder slots. Introduced in notebook 05."""
     def __init__(self, hidden_size: int, output_size: int, dropout_p: float = 0.1, max_length: int = MAX_LENGTH):
         super().__init__()
         self.embedding = nn.Embedding(output_size, hidden_size)
@@ -74,25 +59,19 @@ class ClassicAttnDecoder(nn.Module):
 
 class ClassicModel(NamedTuple):
     """The tutorial's two separately optimised modules. Introduced in notebook 05."""
-
     encoder: ClassicEncoder
     decoder: ClassicAttnDecoder
 
 
 def make_classic(src_vocab_size: int, tgt_vocab_size: int, seed: int = 0) -> ClassicModel:
-    """The tutorial's encoder and decoder (hidden size HIDDEN_SIZE), initialised from `seed`.
-
-    Introduced in notebook 05.
-    """
+    """The tutorial's encoder and decoder (HIDDEN_SIZE), initialised from `seed`. Introduced in notebook 05."""
     torch.manual_seed(seed)
     return ClassicModel(ClassicEncoder(src_vocab_size, HIDDEN_SIZE), ClassicAttnDecoder(HIDDEN_SIZE, tgt_vocab_size))
 
 
 def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: list[int]) -> tuple[float, int]:
-    """The tutorial's `train()`: one pair, one SGD step. Returns (mean loss, decoder steps run).
-
-    Introduced in notebook 05.
-    """
+    """The tutorial's `train()` as written: one pair, one SGD step. Returns (loss / target length, decoder steps
+    run). Introduced in notebook 05."""
     encoder, decoder = model
     for optimizer in optimizers:
         optimizer.zero_grad()
@@ -119,12 +98,11 @@ def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: lis
     loss.backward()
     for optimizer in optimizers:
         optimizer.step()
-    return loss.item() / tgt.size(0), steps
+    return loss.item() / tgt.size(0), steps  # the tutorial's: over the whole target, even after an early <eos>
 
 
 class ClassicRun(NamedTuple):
     """What `train_classic` returns: the model, the training time and what it computed. Introduced in notebook 05."""
-
     model: ClassicModel
     seconds: float
     target_tokens: int  # decoder steps actually computed (teacher-forced steps run the whole target)
@@ -134,35 +112,28 @@ class ClassicRun(NamedTuple):
 def train_classic(train_id_pairs: list[tuple[list[int], list[int]]], src_vocab_size: int, tgt_vocab_size: int,
                   steps: int = STEPS, seed: int = 0, time_limit: float | None = None,
                   progress: bool = True) -> ClassicRun:
-    """`trainIters`: `steps` pairs drawn at random (with replacement), one SGD step each. Introduced in notebook 05."""
+    """The tutorial's `trainIters`: `steps` random pairs, one SGD step each, or until `time_limit` seconds have passed.
+    Introduced in notebook 05."""
     random.seed(seed)
     model = make_classic(src_vocab_size, tgt_vocab_size, seed)
     optimizers = [torch.optim.SGD(part.parameters(), lr=LEARNING_RATE) for part in model]
     chosen = [random.choice(train_id_pairs) for _ in range(steps)]
+    from tqdm.auto import tqdm
     tokens, start, done = 0, time.perf_counter(), 0
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=steps, desc="classic", leave=False)
+    bar = tqdm(total=steps, desc="classic", leave=False, disable=not progress)
     for src_ids, tgt_ids in chosen:
-        _, ran = train_step(model, optimizers, src_ids, tgt_ids)
-        tokens += ran
+        tokens += train_step(model, optimizers, src_ids, tgt_ids)[1]
         done += 1
-        if bar is not None:
-            bar.update(1)
+        bar.update(1)
         if time_limit is not None and time.perf_counter() - start > time_limit:
             break
-    if bar is not None:
-        bar.close()
+    bar.close()
     return ClassicRun(model, time.perf_counter() - start, tokens, done)
 
 
 @torch.no_grad()
 def classic_translate(model: ClassicModel, src_ids: list[int]) -> list[int]:
-    """The tutorial's `evaluate()`: greedy, one token at a time, at most MAX_LENGTH outputs. Returns ids (no EOS).
-
-    Introduced in notebook 05.
-    """
+    """The tutorial's `evaluate()`, in eval mode: greedy, at most MAX_LENGTH ids (no EOS). Introduced in notebook 05."""
     encoder, decoder = model
     encoder.eval(), decoder.eval()
     src_ids = src_ids[:MAX_LENGTH]

@@ -1,12 +1,6 @@
-"""Recipes: named, commented ways to build and train a model.
-
-    recipe = get_recipe("lecture-bahdanau")              # Recipe(name, model=ModelConfig, train=TrainConfig)
-    variant = recipe.with_training(learning_rate=1e-3)   # a variant is dataclasses.replace
-
-A Recipe is composed of the two configs the rest of the package already has: a ModelConfig template (vocabulary
-sizes left None, filled from the data) and a TrainConfig; every field of either is a recipe setting. Training and
-caching a recipe's model is course_utils.zoo's (train_recipe, load_or_train). Introduced in notebook 04.
-"""
+"""Recipes: named, commented ways to build and train a model: a ModelConfig template (vocabulary sizes filled from
+the data) and a TrainConfig, tuned on the dev split (benchmarks/README.md); course_utils.zoo trains and caches them.
+Introduced in notebook 04."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,20 +16,14 @@ __all__ = ["Recipe", "RECIPES", "DEFAULT_RECIPE", "get_recipe"]
 
 @dataclass(frozen=True)
 class Recipe:
-    """A named way to build and train a model. Introduced in notebook 04.
-
-    model: the ModelConfig without vocabulary sizes; `model_config(src_vocab, tgt_vocab)` completes it.
-    train: the TrainConfig; `train_config(**overrides)` returns it with fields replaced.
-    beam_width: the decoding used for the recipe's reported test scores (1 = greedy).
-    """
-
+    """A named way to build and train a model (beam_width: for its test scores). Introduced in notebook 04."""
     name: str
     model: ModelConfig | TransformerConfig
     train: TrainConfig
     beam_width: int = 1
 
     def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab) -> ModelConfig | TransformerConfig:
-        """The ModelConfig for these vocabularies."""
+        """The model config for these vocabularies."""
         return dataclasses.replace(self.model, src_vocab_size=len(src_vocab), tgt_vocab_size=len(tgt_vocab))
 
     def train_config(self, **overrides) -> TrainConfig:
@@ -51,16 +39,11 @@ class Recipe:
         return dataclasses.replace(self, name=name or self.name, train=dataclasses.replace(self.train, **fields))
 
 
-# The lecture recipe: trains live in class on a 2-core CPU (the README measures it) and beats the classic
-# tutorial's test BLEU by more than half. Unidirectional encoder, the tutorial's
-# hidden size, batches of 128 pairs of similar source length (few Python steps per epoch, large matrix products), a
-# high learning rate that decays each epoch.
-# Tuned on the dev split with benchmarks/recipe_sweep.py, 3 seeds per setting (benchmarks/README.md).
+# The lecture recipe: trains live in class on a 2-core CPU (dev BLEU differences below: 3 seeds each).
 _LECTURE_MODEL = ModelConfig(
     embedding_size=128,  # small embeddings: the vocabulary has only ~4,000 French / 2,600 English words
     hidden_size=256,  # the classic tutorial's size, so the comparison is fair
-    dropout=0.1,  # little regularisation: ten epochs barely overfit (0.2: -2.7 dev BLEU; 0.0: +0.6, within noise)
-)
+    dropout=0.1)  # little regularisation: ten epochs barely overfit (0.2: -2.7 dev BLEU; 0.0: +0.6, within noise)
 _LECTURE_TRAINING = TrainConfig(
     epochs=10,  # 10 x 8,750 pairs (8 or 6 epochs at higher learning rates lost 3-7 dev BLEU)
     batch_size=128,  # large matrix products; 96 learns more per epoch (+3.4 dev BLEU at 3e-3) but runs 1.2x slower
@@ -68,21 +51,15 @@ _LECTURE_TRAINING = TrainConfig(
     learning_rate=6e-3,  # Adam; large steps early (3e-3: -6.8 dev BLEU; 8e-3: -1.5; 1e-2: -2.9)...
     lr_decay=0.85,  # ...smaller ones late (0.85 ** 9 = 0.23)
     label_smoothing=0.1,  # +0.8 dev BLEU; the dev loss and perplexity stay the plain NLL
-    time_budget=None,  # no wall-clock stop: the same 10 epochs on every machine, so the notebooks' models are
-    # reproducible (a loaded machine otherwise stops early with a worse model); for a live lecture on a slow laptop,
-    # get_recipe(...).with_training(time_budget=110) trades that for a guaranteed end time
-)
+    time_budget=None)  # the same 10 epochs everywhere (reproducible); with_training(time_budget=110) ends on time
 
-# The strongest model of the course: bidirectional encoder, regularised, 5-9 minutes on a 2-core CPU. Every setting
-# was checked against the alternatives in the comment with test runs of the whole recipe, and the last changes on the
-# dev split with benchmarks/recipe_sweep.py (benchmarks/README.md).
+# The strongest model of the course: bidirectional encoder, regularised, under 10 minutes on a 2-core CPU.
 _FULL_MODEL = ModelConfig(
     attention="bahdanau",
     bidirectional=True,  # read the French sentence both ways; keys become 2H wide, a bridge maps to H
     embedding_size=256,  # 128 lost ~0.7 BLEU
     hidden_size=256,  # 384 and 512 learn more per epoch but fit fewer epochs into the time budget
-    dropout=0.25,  # +0.8 dev BLEU over 0.3 (2 seeds); 0.35 and 0.4 worse
-)
+    dropout=0.25)  # +0.8 dev BLEU over 0.3 (2 seeds); 0.35 and 0.4 worse
 _FULL_TRAINING = TrainConfig(
     label_smoothing=0.2,  # +0.6 BLEU with beam search over no smoothing; 0.1 and 0.3 slightly worse
     epochs=26,  # dev BLEU flattens after ~20 epochs; the time budget may stop it a little earlier (18: -1.7 dev BLEU)
@@ -91,27 +68,20 @@ _FULL_TRAINING = TrainConfig(
     learning_rate=2e-3,  # 3e-3 and 1.5e-3 were worse on dev (2 seeds each)
     lr_decay=0.9,  # 0.9 ** 25 = 0.07: the last epochs take small steps...
     average_last=5,  # ...and their weights are averaged (checkpoint averaging)
-    time_budget=540.0,  # stop under 10 minutes of training even on a slow machine
-)
+    time_budget=540.0)  # stop under 10 minutes of training even on a slow machine
 
-# Notebook 09's Transformer (pre-LN, course_utils.transformer), on the lecture GRU's data and about its CPU time
-# (benchmarks/results/transformer_vs_gru.json). Tuned on the dev split with
-# benchmarks/transformer_vs_gru.py --sweep, 2 seeds per setting on a GPU (benchmarks/results/transformer_vs_gru.json).
+# Notebook 09's pre-LN Transformer, about the lecture GRU's CPU time; tuned with benchmarks/transformer_vs_gru.py.
 _TRANSFORMER_MODEL = TransformerConfig(
     hidden_size=128,  # H = d_model; 256 (4.3M parameters) took twice the CPU time for -0.7 dev BLEU; 192: -2.0
     heads=4,  # Dh = 32 per head (8 heads at H=256: -0.3 dev BLEU, within noise)
     layers=2,  # two encoder and two decoder layers (one layer: -4.3 dev BLEU; three: +0.3 for 1.2x the time)
     ff_size=256,  # feed-forward width 2H (4H at H=256: -0.6 dev BLEU)
-    dropout=0.1,  # 0.2: -4.1 dev BLEU in ten epochs
-)
-_TRANSFORMER_TRAINING = dataclasses.replace(
-    _LECTURE_TRAINING,
+    dropout=0.1)  # 0.2: -4.1 dev BLEU in ten epochs
+_TRANSFORMER_TRAINING = dataclasses.replace(_LECTURE_TRAINING,
     learning_rate=2e-3,  # pre-LN trains without a warm-up; 5e-4: -10.5 dev BLEU (at H=256)
     lr_decay=0.9,  # +1.4 dev BLEU over 0.85 (at H=256)
-    cuda_graphs=False,  # the recorded graphs are the GRU decoder's step loop; a Transformer has none
-)
-# Not tuned beyond the dev check in the results file: the lecture model at H=256 with the full GRU recipe's training.
-_FULL_TRANSFORMER_MODEL = dataclasses.replace(_TRANSFORMER_MODEL, hidden_size=256, ff_size=512)
+    cuda_graphs=False)  # the recorded graphs are the GRU decoder's step loop; a Transformer has none
+_FULL_TRANSFORMER_MODEL = dataclasses.replace(_TRANSFORMER_MODEL, hidden_size=256, ff_size=512)  # untuned
 _FULL_TRANSFORMER_TRAINING = dataclasses.replace(_FULL_TRAINING, cuda_graphs=False)
 
 
@@ -119,25 +89,19 @@ def _lecture(attention: str, prefix: str = "lecture") -> Recipe:
     return Recipe(f"{prefix}-{attention}", dataclasses.replace(_LECTURE_MODEL, attention=attention), _LECTURE_TRAINING)
 
 
-RECIPES: dict[str, Recipe] = {
-    recipe.name: recipe for recipe in [
-        _lecture("bahdanau"),  # the default: additive attention (notebooks 03-06)
-        _lecture("scaled_dot"),  # Luong dot divided by sqrt(K): no parameters in the scorer
-        _lecture("scaled_general"),  # Luong general divided by sqrt(K): q^T W k / sqrt(K)
-        _lecture("concat"),  # Luong concat: v^T tanh(W [q; k])
-        _lecture("none"),  # no attention: the encoder's final state is all the decoder gets
-        # Exhibits, not lecture recipes: Luong's unscaled dot and general scores. With K = 256 their softmax
-        # saturates within a few optimiser steps, and some seeds never recover: over 10 seeds general scores below
-        # the recipe without attention at 3 seeds (worst 30.2 test BLEU), dot only 3.6 above it at its worst, where
-        # every lecture recipe with attention is 6 or more above it (benchmarks/results/attention_seeds.json, nb 04).
-        Recipe("exhibit-dot-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="dot"), _LECTURE_TRAINING),
-        Recipe("exhibit-general-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="general"), _LECTURE_TRAINING),
-        Recipe("full-bahdanau", _FULL_MODEL, _FULL_TRAINING,
-               beam_width=5),  # +2.5 BLEU over greedy decoding; width 10 and length_penalty 0.6 made no difference
-        Recipe("lecture-transformer", _TRANSFORMER_MODEL, _TRANSFORMER_TRAINING),  # notebook 09
-        Recipe("full-transformer", _FULL_TRANSFORMER_MODEL, _FULL_TRANSFORMER_TRAINING, beam_width=5),
-    ]
-}
+RECIPES: dict[str, Recipe] = {recipe.name: recipe for recipe in [
+    _lecture("bahdanau"),  # the default: additive attention (notebooks 03-06)
+    _lecture("scaled_dot"),  # Luong dot divided by sqrt(K): no parameters in the scorer
+    _lecture("scaled_general"),  # Luong general divided by sqrt(K): q^T W k / sqrt(K)
+    _lecture("concat"),  # Luong concat: v^T tanh(W [q; k])
+    _lecture("none"),  # no attention: the encoder's final state is all the decoder gets
+    # Exhibits (notebook 04): unscaled Luong scores saturate the softmax at K = 256; some seeds never recover
+    Recipe("exhibit-dot-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="dot"), _LECTURE_TRAINING),
+    Recipe("exhibit-general-unscaled", dataclasses.replace(_LECTURE_MODEL, attention="general"), _LECTURE_TRAINING),
+    Recipe("full-bahdanau", _FULL_MODEL, _FULL_TRAINING, beam_width=5),  # +2.5 BLEU over greedy; 10: no better
+    Recipe("lecture-transformer", _TRANSFORMER_MODEL, _TRANSFORMER_TRAINING),  # notebook 09
+    Recipe("full-transformer", _FULL_TRANSFORMER_MODEL, _FULL_TRANSFORMER_TRAINING, beam_width=5),
+]}
 DEFAULT_RECIPE = "lecture-bahdanau"
 
 

@@ -1,16 +1,9 @@
-"""The zoo: every model the notebooks load, one owner for its path, its cache file and its training.
+"""The zoo: every model the notebooks load, with its one cache path, its training and its checkpoint file.
 
-    trained = load_or_train("lecture-bahdanau", fast=FAST)       # a recipe: trained once, cached, loaded after
-    trained = load_or_train(ClassifierConfig(kind="bow"), fast=FAST)   # a notebook 08 classifier: the same way
-    model_path("lecture-bahdanau", fast=FAST)                    # data_dir()/models/lecture-bahdanau[-fast].pt
-    model = build_model(config)                                  # the GRU Seq2Seq or the Transformer
-    save_checkpoint("mine.pt", trained); trained = load_checkpoint("mine.pt")
-    export_models("class.zip"); import_models("class.zip")       # the class's models in one plain zip
-
-Fast mode is the parameter `fast` (smoke-test models: a few hundred pairs, one epoch, cached as <name>-fast.pt);
-the notebooks and the command line read COURSE_FAST once (runtime.fast_mode) and pass it. On a cache miss, before
-anything trains, the models of the archive COURSE_MODELS_ARCHIVE names are imported. Every file, cached or
-archived, is read by the one loader, checkpoints.read_checkpoint. Introduced in notebook 04.
+`fast=True` gives smoke-test models (a few hundred pairs, one epoch) cached apart as <name>-fast.pt; the notebooks
+read COURSE_FAST once (runtime.fast_mode) and pass it on. On a cache miss the archive COURSE_MODELS_ARCHIVE names is
+imported before anything trains. Every file is read by the one loader, checkpoints.read_checkpoint.
+Introduced in notebook 04.
 """
 from __future__ import annotations
 
@@ -30,14 +23,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from course_utils import classifier
-from course_utils.checkpoints import (
-    CheckpointError,
-    CheckpointMismatch,
-    atomic_write,
-    read_checkpoint,
-    write_checkpoint,
-)
+from course_utils import checkpoints, classifier
+from course_utils.checkpoints import CheckpointError, CheckpointMismatch, read_checkpoint, write_checkpoint
 from course_utils.classifier import ClassifierConfig, build_classifier, train_classifier
 from course_utils.corpus import data_dir, display_path
 from course_utils.data import CourseData, load_course_data
@@ -57,13 +44,11 @@ __all__ = ["config_from_dict", "build_model", "TrainedModel", "TrainedClassifier
            "training_notice", "train_recipe", "save_checkpoint", "load_checkpoint", "load_or_train", "ArchiveError",
            "export_models", "import_models", "import_from_env"]
 
-# ---------------------------------------------------------------------------------------------- the dispatch
 _ARCHITECTURES = ("gru", "transformer")  # what a checkpoint's config dict may name; missing means "gru"
 
 
 def config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
-    """A checkpoint's config dict -> TransformerConfig when fields["architecture"] is "transformer", else the GRU's
-    ModelConfig (also when the field is absent)."""
+    """A checkpoint's config dict -> TransformerConfig when its "architecture" is "transformer", else ModelConfig."""
     fields = dict(fields)
     architecture = fields.pop("architecture", "gru")
     if architecture not in _ARCHITECTURES:
@@ -95,8 +80,7 @@ class TrainedModel:
 
 @dataclass
 class TrainedClassifier:
-    """A trained classifier with its French vocabulary, config and history (a dict per epoch). Introduced in
-    notebook 08."""
+    """A trained classifier, its French vocabulary, config and history (a dict per epoch). Introduced in notebook 08."""
     model: nn.Module
     vocab: Vocab
     config: ClassifierConfig
@@ -111,8 +95,8 @@ _FAST_TRAIN_PAIRS = 300  # fast mode: this many training pairs, one epoch, dev B
 FAST_EVAL_PAIRS = 100
 FAST_OVERRIDES = dict(epochs=1, max_train_pairs=_FAST_TRAIN_PAIRS, max_eval_pairs=FAST_EVAL_PAIRS, time_budget=None)
 _FAST_CLASSIFIER = dict(epochs=2, max_train_pairs=1000)  # fast mode for a classifier: seconds, a smoke test
-# Constant estimates on a 2-core CPU, as the README's "Before class" measures them (`pretrain`): a lecture epoch
-# about 6 s with the dev evaluation, a notebook 08 classifier a few seconds, a fast-mode translator under a minute.
+# Estimates on a 2-core CPU (the README's "Before class"): a lecture epoch with its dev evaluation, a classifier, a
+# fast-mode translator.
 _SECONDS_PER_EPOCH, _SECONDS_PER_CLASSIFIER, _FAST_SECONDS_PER_TRANSLATOR = 6.0, 5.0, 30.0
 
 
@@ -135,19 +119,17 @@ def _named(what: str | Recipe | ClassifierConfig) -> Recipe | ClassifierConfig:
 
 
 def model_path(what: str | Recipe | ClassifierConfig, fast: bool = False) -> Path:
-    """Where load_or_train caches `what` (a model's name, a recipe or a ClassifierConfig): data_dir()/models/<name>.pt,
-    or <name>-fast.pt in fast mode. Introduced in notebook 04."""
+    """Where load_or_train caches `what`: data_dir()/models/<name>.pt, or <name>-fast.pt. Introduced in notebook 04."""
     return data_dir() / "models" / f"{what if isinstance(what, str) else what.name}{'-fast' if fast else ''}.pt"
 
 
 def training_config(what: Recipe | ClassifierConfig, fast: bool = False, **overrides) -> TrainConfig | ClassifierConfig:
-    """The settings `what` is trained and cached with: fast mode's (fast=True), then `overrides` (a recipe's
-    TrainConfig fields); the seed is the overrides', else COURSE_SEED (runtime.course_seed), else the recipe's or
-    config's own. The one place these settings are merged."""
+    """The settings `what` is trained and cached with: fast mode's, then `overrides` (TrainConfig fields); the seed is
+    the overrides', else COURSE_SEED (runtime.course_seed), else the recipe's or config's own."""
     if isinstance(what, ClassifierConfig):
         return dataclasses.replace(what, **(_FAST_CLASSIFIER if fast else {}), seed=course_seed(what.seed))
     overrides = {**(FAST_OVERRIDES if fast else {}), **overrides}
-    overrides.setdefault("seed", course_seed(what.train.seed))  # COURSE_SEED: another run of the same recipe
+    overrides.setdefault("seed", course_seed(what.train.seed))
     return what.train_config(**overrides)
 
 
@@ -165,8 +147,8 @@ def estimate_seconds(what: str | ClassifierConfig, fast: bool = False) -> float:
 
 
 def training_notice(names: Sequence[str], fast: bool = False) -> str | None:
-    """What a notebook says before load_or_train trains several models: how many, about how long, and that
-    `pretrain` does it ahead; None when all are cached. Introduced in notebook 04."""
+    """What a notebook says before training several models (how many, how long, `pretrain` does it ahead); None when
+    all are cached. Introduced in notebook 04."""
     missing = [name for name in names if not model_path(name, fast).exists()]
     if not missing:
         return None
@@ -190,8 +172,8 @@ def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress:
 
 
 def save_checkpoint(path: str | os.PathLike, trained: TrainedModel | TrainedClassifier) -> Path:
-    """Write a trained translator or classifier to `path` in the one checkpoint format, atomically (plain data and
-    tensors only: load_checkpoint reads it with weights_only=True). Returns the path. Introduced in notebook 05."""
+    """Write a trained translator or classifier to `path` in the one checkpoint format (plain data and tensors),
+    atomically. Returns the path. Introduced in notebook 05."""
     state = {key: value.detach().cpu() for key, value in trained.model.state_dict().items()}
     if isinstance(trained, TrainedClassifier):
         return write_checkpoint({"kind": "classifier", "name": trained.config.name, "fast": bool(trained.fast),
@@ -222,7 +204,7 @@ def _build_classifier(payload: dict[str, Any]) -> nn.Module:
 
 
 def _upgrade(payload: dict[str, Any]) -> dict[str, Any]:
-    """A GRU checkpoint's config from before ModelConfig.location_slots had its name (it was max_length)."""
+    """A GRU checkpoint's config with max_length renamed to location_slots."""
     config = payload.get("model_config")
     if isinstance(config, dict) and "max_length" in config and "location_slots" not in config:
         config = {("location_slots" if key == "max_length" else key): value for key, value in config.items()}
@@ -240,9 +222,9 @@ def _read(path: Path, kind: str, expected: dict | None = None, vocabs: dict | No
 def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None,
                     config: ModelConfig | TransformerConfig | None = None, device: str | torch.device = "cpu"
                     ) -> TrainedModel:
-    """The translator saved at `path`, in eval mode on `device` ("auto": CUDA when present). src_vocab, tgt_vocab,
-    config: when given, the checkpoint must have been made with exactly these. Raises CheckpointError in one line
-    (checkpoints.read_checkpoint), ValueError for an unusable device. Introduced in notebook 05."""
+    """The translator saved at `path`, in eval mode on `device` ("auto": CUDA when present); the vocabularies and
+    config, when given, must be exactly the checkpoint's. Raises CheckpointError in one line, ValueError for an
+    unusable device. Introduced in notebook 05."""
     target = resolve_device(device)  # an unusable device fails before the file is read
     expected = {"model_config": dataclasses.asdict(config)} if config is not None else None
     payload, model = _read(Path(path), "translator", expected, {"src_vocab": src_vocab, "tgt_vocab": tgt_vocab})
@@ -260,15 +242,12 @@ def _load_classifier(path: Path, config: ClassifierConfig, vocab: Vocab, redo: s
 def load_or_train(what: str | ClassifierConfig = DEFAULT_RECIPE, data: CourseData | None = None,
                   retrain: bool = False, progress: bool = True, log: Log = print, fast: bool = False
                   ) -> TrainedModel | TrainedClassifier:
-    """A recipe's translator (`what` a name of recipes.RECIPES) or a classifier (a ClassifierConfig or a notebook
-    classifier's cache name), trained once on `data` (default load_course_data()), cached at model_path(what, fast)
-    and loaded from there afterwards. fast=True: a smoke-test model, trained in seconds, cached apart.
+    """A recipe's translator or a classifier (a ClassifierConfig or its cache name), trained once on `data` (default
+    load_course_data()), cached at model_path(what, fast) and loaded from there afterwards. Introduced in notebook 04.
 
-    retrain: train even when cached, and overwrite. progress: tqdm bars (translators). log: where the model comes
-    from, how long training took, each epoch's line (None: silent). On a cache miss the archive COURSE_MODELS_ARCHIVE
-    names is imported first (ArchiveError when refused). A cached translator of other data raises CheckpointError
-    saying how to retrain; a valid cached classifier of another config or vocabulary is trained again.
-    Introduced in notebook 04.
+    retrain: train and overwrite even when cached. A cached translator of other data raises CheckpointError saying
+    how to retrain; a cached classifier of another config or vocabulary is trained again. ArchiveError when the
+    COURSE_MODELS_ARCHIVE import on a cache miss is refused.
     """
     named, say = _named(what), reporter(log)
     data = load_course_data(log=None) if data is None else data
@@ -330,8 +309,7 @@ def _known_members() -> dict[str, tuple[str, bool]]:
 
 
 def _check_member(member: str, raw: bytes, course: CourseData, folder: Path) -> None:
-    """The member, as the cache file it would become, through the one loader against this course's data and the
-    settings this package trains the model with; ArchiveError naming the member otherwise."""
+    """The member, as a cache file, through the one loader against `course` and this package's training settings."""
     name, fast = _known_members()[member]
     named, temp = _named(name), folder / Path(member).name
     temp.write_bytes(raw)
@@ -354,8 +332,7 @@ def _check_member(member: str, raw: bytes, course: CourseData, folder: Path) -> 
 
 
 def _read_archive(path: Path, fast: bool | None, course: CourseData) -> dict[str, bytes]:
-    """{member: bytes} of the archive at `path`, every member checked (safe name, a known model of the asked mode,
-    the one loader); ArchiveError before anything is written."""
+    """{member: bytes} of the archive at `path`, every member checked; ArchiveError before anything is written."""
     where, known = display_path(path), _known_members()
     if not path.is_file():
         raise ArchiveError(f"no archive at {where}{' (a directory)' if path.is_dir() else ''}; pass the .zip file "
@@ -365,21 +342,17 @@ def _read_archive(path: Path, fast: bool | None, course: CourseData) -> dict[str
             names = archive.namelist()
             unsafe = [name for name in names if name.startswith("/") or "\\" in name or ":" in name
                       or any(part in ("", ".", "..") for part in name.split("/"))]
-            if unsafe:
-                raise ArchiveError(f"{where} has an unsafe member name {unsafe[0]!r} (absolute, or with '..'); do "
-                                   f"not use it: {_EXPORT_FIX}")
-            if len(set(names)) != len(names):
-                raise ArchiveError(f"{where} has repeated member names: not a course model archive; {_EXPORT_FIX}")
             foreign = [name for name in names if name not in known]
-            if foreign or not names:
-                raise ArchiveError(f"{where} holds {foreign[0]!r}, which is not a model of this course (models/"
-                                   f"<recipe or classifier>[-fast].pt); {_EXPORT_FIX}" if foreign else
-                                   f"{where} holds no models; {_EXPORT_FIX}")
-            modes = {known[name][1] for name in names}
-            if fast is not None and modes != {fast}:
-                mode = {True: "fast-mode", False: "full-mode"}
-                raise ArchiveError(f"{where} holds {mode[not fast]} models, not {mode[fast]} ones; import it "
-                                   f"{'without' if fast else 'with'} --fast, or {_EXPORT_FIX}")
+            mode = {True: "fast-mode", False: "full-mode"}
+            problem = (
+                f"has an unsafe member name {unsafe[0]!r} (absolute, or with '..'); do not use it:" if unsafe else
+                "has repeated member names: not a course model archive;" if len(set(names)) != len(names) else
+                f"holds {foreign[0]!r}, which is not a model of this course (models/<recipe or classifier>[-fast]"
+                f".pt);" if foreign else "holds no models;" if not names else
+                f"holds {mode[not fast]} models, not {mode[fast]} ones; import it {'without' if fast else 'with'} "
+                f"--fast, or" if fast is not None and {known[name][1] for name in names} != {fast} else None)
+            if problem:
+                raise ArchiveError(f"{where} {problem} {_EXPORT_FIX}")
             members = {name: archive.read(name) for name in names}  # checks each CRC
     except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, NotImplementedError,
             RuntimeError) as error:  # RuntimeError: an encrypted member
@@ -395,9 +368,9 @@ def _read_archive(path: Path, fast: bool | None, course: CourseData) -> dict[str
 
 def export_models(path: str | os.PathLike, names: Sequence[str] | None = None, fast: bool = False,
                   data: CourseData | None = None) -> list[str]:
-    """Write the cached models `names` (recipes and/or notebook classifier cache names; default NOTEBOOK_MODELS,
-    then notebook 08's classifiers) into a zip of the models folder at `path`, atomically, each checked first as an
-    import will check it. Returns the members written. ArchiveError for a model unknown, not cached or unfit here."""
+    """Zip the cached models `names` (default NOTEBOOK_MODELS, then notebook 08's classifiers) to `path`, atomically,
+    each checked as an import will check it. Returns the members written. ArchiveError for a model unknown, not
+    cached or unfit here."""
     course = load_course_data(log=None) if data is None else data
     members, flag = {}, " --fast" if fast else ""
     with tempfile.TemporaryDirectory(prefix="course-archive-") as folder:
@@ -417,12 +390,13 @@ def export_models(path: str | os.PathLike, names: Sequence[str] | None = None, f
             except ArchiveError as error:
                 raise ArchiveError(f"the cached {error}; retrain it: python -m course_utils pretrain{flag} --retrain "
                                    f"{name}") from None
+
     def write(file) -> None:
         with zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive:
             for member, raw in members.items():
                 archive.writestr(member, raw)
     try:
-        atomic_write(path, write)
+        checkpoints.atomic_write(path, write)
     except OSError as error:
         raise ArchiveError(f"cannot write {display_path(path)} ({error.strerror or error}); pass a file in a "
                            f"writable folder") from None
@@ -431,12 +405,10 @@ def export_models(path: str | os.PathLike, names: Sequence[str] | None = None, f
 
 def import_models(path: str | os.PathLike, fast: bool | None = None, data: CourseData | None = None,
                   only_missing: bool = False, log: Log = None) -> list[str]:
-    """Check every model of the archive at `path` (fast: only fast-mode (True) or full-mode (False) models, None:
-    either) against `data` (default load_course_data()), then cache them where load_or_train looks. only_missing:
-    write only the models not cached yet; else a differing cached file is first copied to
-    data_dir()/models/before-import/. Returns the names now cached from it. ArchiveError before anything is
-    written: a missing, damaged or foreign archive, an unsafe or unknown member, another mode, or a member the one
-    loader refuses (pickled code, another vocabulary, recipe, configuration or seed, damaged weights)."""
+    """Check every model of the archive at `path` (fast: only that mode's models; None: either) against `data`, then
+    cache them where load_or_train looks. Returns the names now cached from it. only_missing: write only models not
+    cached yet; else a differing cached file is first copied to data_dir()/models/before-import/. ArchiveError, before
+    anything is written, for a missing, damaged or foreign archive or a member the one loader refuses."""
     course = load_course_data(log=None) if data is None else data
     say, known, done = reporter(log), _known_members(), []
     for member, raw in _read_archive(Path(path), fast, course).items():
@@ -452,7 +424,7 @@ def import_models(path: str | os.PathLike, fast: bool | None = None, data: Cours
                 kept = kept.with_stem(f"{target.stem}-{time.time_ns()}") if kept.exists() else kept  # never over one
                 kept.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(target, kept)
-            atomic_write(target, lambda file, raw=raw: file.write(raw))
+            checkpoints.atomic_write(target, lambda file, raw=raw: file.write(raw))
         except OSError as error:
             raise ArchiveError(f"cannot write {display_path(target)} ({error.strerror or error}); make its folder "
                                f"writable, or set COURSE_DATA_DIR to a writable folder") from None
@@ -463,8 +435,8 @@ def import_models(path: str | os.PathLike, fast: bool | None = None, data: Cours
 
 
 def import_from_env(fast: bool, data: CourseData | None, log: Log = None) -> list[str]:
-    """On a cache miss: import_models(only_missing=True) of the archive COURSE_MODELS_ARCHIVE names, its `fast`
-    mode's models only; [] when unset, or for data built in memory. ArchiveError, naming the variable, on refusal."""
+    """On a cache miss: import_models(only_missing=True) of the COURSE_MODELS_ARCHIVE archive's `fast`-mode models;
+    [] when unset or for data built in memory. ArchiveError, naming the variable, on refusal."""
     named = os.environ.get(_ARCHIVE_ENV, "").strip()
     if not named or (data is not None and data.corpus_path is None):
         return []
