@@ -1,14 +1,10 @@
-"""course_utils: the tested code behind the *Dissecting Attention* notebooks.
-
-The library is flat and in the notebooks' order, one idea per module. It is not the tooling: the command line
-(cli/), the exercises (exercises/) and the README's two commands (bootstrap) sit on top of it, and the offline site
-lives outside the package (tools/site).
+"""course_utils: the tested code behind the *Dissecting Attention* notebooks, flat and in the notebooks' order, one
+idea per module. The command line (cli/), the exercises and bootstrap sit on top of it; the site is tools/site.
 
     01      corpus, vocab, data                        the data path: file -> pairs -> ids -> batches
     02      runtime, encoder, shapes, timing           where code runs; the encoder; shapes and speed
     03-04   attention, decoder, seq2seq, diagrams      the model core: plain step loops, one Translator interface
-    04-05   recipes, loss, train, evaluate             training and evaluating; fast/ holds the fast paths, pinned
-                                                       to the plain loops by tests
+    04-05   recipes, loss, train, evaluate, fast/      training and evaluating; fast/: fast paths pinned by tests
     04-08   checkpoints, zoo                           one file format; every model the notebooks load
     05-07   search, translate, metrics, viz, explorer  decoding and reading attention
     08-10   classifier, transformer, alignment, explanation   further: classification, the Transformer, alignment
@@ -16,11 +12,8 @@ lives outside the package (tools/site).
     beside  diagram_layouts, viz_padding, overview, classic (the 2017 tutorial's recipe), linear_attention
 
 Shape letters, in every docstring and shape comment (tensors are batch-first):
-
-    B   batch size (sentences in a batch)
-    S   source length: French tokens of the longest sentence, <eos> included
-    T   target length: English tokens, <eos> included
-    E   embedding size
+    B   batch size (sentences in a batch); E embedding size
+    S   source length: French tokens of the longest sentence, <eos> included; T the same for the English target
     H   hidden size: the decoder's state (the encoder's, per direction)
     K   key size: the encoder's outputs, H (one direction) or 2H (bidirectional); Hq the query's size
     A   attention size: the hidden layer of the additive and concat scorers

@@ -1,16 +1,10 @@
-"""Decoders: one target word per step, with or without attention over the encoder's keys.
-
-Introduced in notebooks 03 and 04. Every decoder shares one step interface, so training and search work for all:
+"""Decoders: one target word per step, with or without attention over the encoder's keys. Introduced in notebooks 03
+and 04. All share one step interface (`fast` holds faster teacher-forced forms, pinned to these loops by tests):
 
     memory = decoder.prepare_memory(keys (B, S, K), mask (B, S))   # once per sentence
     state = decoder.init_state(encoder_final (B, H))
     out = decoder.step(prev_tokens (B,), state, memory)           # -> log_probs (B, V), state, weights (B, S)
-    out = decoder.step(prev_tokens, state, memory, weights)       # weights (B, S) given: they replace the scorer's
     out = decoder(tgt_in (B, T), state, memory, teacher_forcing_ratio)  # all T steps -> (B, T, V), (B, T, S)
-
-DecoderRNN (no attention, the baseline), AttnDecoderRNN (the 2017 PyTorch tutorial's location-based exhibit),
-BahdanauDecoder (attend, then step), LuongDecoder (step, then attend). Faster teacher-forced forms of the last two,
-pinned to these loops by tests, live in `course_utils.fast`.
 """
 from typing import NamedTuple
 
@@ -27,32 +21,27 @@ __all__ = ["Memory", "DecoderState", "StepOutput", "DecoderOutput", "Decoder", "
 
 class Memory(NamedTuple):
     """What the decoder attends to, prepared once per sentence. Introduced in notebook 03."""
-
     keys: Tensor  # (B, S, K) encoder outputs
     mask: Tensor  # (B, S) bool, True on real source tokens
     projected_keys: Tensor | None  # (B, S, A) Bahdanau's U k, projected once per sentence; None for other scorers
 
     def index_select(self, index: Tensor) -> "Memory":
-        """Pick or repeat batch rows, index (N,) long -> Memory with batch N (beam search)."""
-        projected = None if self.projected_keys is None else self.projected_keys.index_select(0, index)  # (N, S, A)
-        return Memory(self.keys.index_select(0, index), self.mask.index_select(0, index), projected)  # (N, S, K)
+        """Pick or repeat batch rows, index (N,) long (beam search): (N, S, K), (N, S), (N, S, A) or None."""
+        return Memory(*(None if x is None else x.index_select(0, index) for x in self))
 
 
 class DecoderState(NamedTuple):
     """The decoder's recurrent state between steps. Introduced in notebook 03."""
-
     hidden: Tensor  # (B, H) GRU state
     input_feed: Tensor | None  # (B, H) Luong's previous attentional state when input feeding, else None
 
     def index_select(self, index: Tensor) -> "DecoderState":
-        """Pick or repeat batch rows, index (N,) long -> DecoderState with batch N (beam search)."""
-        feed = None if self.input_feed is None else self.input_feed.index_select(0, index)  # (N, H)
-        return DecoderState(self.hidden.index_select(0, index), feed)  # (N, H)
+        """Pick or repeat batch rows, index (N,) long (beam search): (N, H), (N, H) or None."""
+        return DecoderState(*(None if x is None else x.index_select(0, index) for x in self))
 
 
 class StepOutput(NamedTuple):
     """One decoder step. Introduced in notebook 03."""
-
     log_probs: Tensor  # (B, V)
     state: DecoderState
     weights: Tensor | None  # (B, S) attention weights; (B, max_length) for AttnDecoderRNN; None without attention
@@ -60,15 +49,13 @@ class StepOutput(NamedTuple):
 
 class DecoderOutput(NamedTuple):
     """All T steps of a decoder. Introduced in notebook 03."""
-
     log_probs: Tensor  # (B, T, V)
     weights: Tensor | None  # (B, T, S); (B, T, max_length) for AttnDecoderRNN; None without attention
     state: DecoderState  # after the last step
 
 
 class Decoder(nn.Module):
-    """Shared machinery: input checks, the default memory/state, and the teacher-forced step loop. Subclasses set
-    hidden_size, key_size, output_size (V) and implement `step`. Introduced in notebook 03."""
+    """Input checks, default memory and state, the step loop; subclasses implement `step`. Introduced in notebook 03."""
 
     hidden_size: int
     key_size: int
@@ -76,8 +63,7 @@ class Decoder(nn.Module):
     max_source_length: int | None = None  # the longest source (S, EOS included) it can read; None: any length
 
     def check_source_length(self, source_length: int) -> None:
-        """Raise a one-line ValueError when a source of `source_length` positions (EOS included) is longer than
-        `max_source_length`; by default any length is read."""
+        """Raise ValueError when a source this long (EOS included) cannot be read; by default any length can."""
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
         """keys (B, S, K) encoder outputs, mask (B, S) bool -> Memory (nothing precomputed by default)."""
@@ -93,37 +79,28 @@ class Decoder(nn.Module):
 
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory,
              weights: Tensor | None = None) -> StepOutput:
-        """One step: prev_tokens (B,) -> StepOutput(log_probs (B, V), state, weights (B, S)). Given `weights` (B, S),
-        rows summing to 1, the decoder attends with them instead of its scorer's (uniform, frozen or edited
-        attention)."""
+        """prev_tokens (B,) -> StepOutput; given weights (B, S), rows summing to 1, they replace the scorer's."""
         raise NotImplementedError
 
     def decode_steps(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
                      teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """Run T steps, `step` once per position: tgt_in (B, T) long, starting with SOS -> DecoderOutput.
-
-        Teacher forcing: step 0 reads tgt_in[:, 0]; before each later step one coin flip chooses, for the whole
-        batch, the gold token tgt_in[:, t] with probability `teacher_forcing_ratio`, else the decoder's own argmax
-        from the previous step; the T - 1 coins are drawn up front (one torch.rand on tgt_in's device; none at 1, 0).
-        No value is read back to Python in the loop (on a GPU each read waits for the queued kernels)."""
+        """`step` per position: tgt_in (B, T), SOS first -> DecoderOutput. After step 0 one coin per step (one
+        torch.rand up front, none at ratio 1 or 0) picks for the batch the gold tgt_in[:, t] or the previous argmax."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         steps = tgt_in.shape[1]
         if 0.0 < teacher_forcing_ratio < 1.0:
             coins = torch.rand(steps - 1, device=tgt_in.device) < teacher_forcing_ratio  # (T - 1,) True: gold word
         log_probs, weights = [], []
-        prev_tokens = tgt_in[:, 0]  # (B,)
         for t in range(steps):
-            if t > 0:
-                if teacher_forcing_ratio == 1.0:
-                    prev_tokens = tgt_in[:, t]  # (B,) the gold previous word
-                elif teacher_forcing_ratio == 0.0:
-                    prev_tokens = log_probs[-1].argmax(dim=-1)  # (B,) the decoder's own previous word
-                else:  # the coin chooses on the device: `if coins[t - 1]` would read it back to Python
-                    prev_tokens = torch.where(coins[t - 1], tgt_in[:, t], log_probs[-1].argmax(dim=-1))  # (B,)
-            out = self.step(prev_tokens, state, memory)
-            state = out.state
-            log_probs.append(out.log_probs)
-            weights.append(out.weights)
+            if t == 0 or teacher_forcing_ratio == 1.0:
+                prev_tokens = tgt_in[:, t]  # (B,) the gold previous word (SOS at step 0)
+            elif teacher_forcing_ratio == 0.0:
+                prev_tokens = log_probs[-1].argmax(dim=-1)  # (B,) the decoder's own previous word
+            else:  # the coin chooses on the device: `if coins[t - 1]` would read it back to Python
+                prev_tokens = torch.where(coins[t - 1], tgt_in[:, t], log_probs[-1].argmax(dim=-1))  # (B,)
+            step_log_probs, state, step_weights = self.step(prev_tokens, state, memory)  # (B, V), ..., (B, S)
+            log_probs.append(step_log_probs)
+            weights.append(step_weights)
         stacked_weights = None if weights[0] is None else torch.stack(weights, dim=1)  # (B, T, S)
         return DecoderOutput(torch.stack(log_probs, dim=1), stacked_weights, state)  # (B, T, V)
 
@@ -152,27 +129,21 @@ class Decoder(nn.Module):
         return AttentionOutput(torch.bmm(weights.unsqueeze(1), memory.keys).squeeze(1), weights)  # (B, K), (B, S)
 
     def _gru_step(self, rnn_input: Tensor, hidden: Tensor) -> Tensor:
-        """One step of self.gru: rnn_input (B, I), hidden (B, H) -> (B, H). On a GPU torch.gru_cell on its weights
-        (nn.GRU would set up cuDNN per step); on the CPU nn.GRU itself (the cell's backward sums in another order)."""
-        if hidden.is_cuda:
-            gru = self.gru
-            return torch.gru_cell(rnn_input, hidden, gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0,
-                                  gru.bias_hh_l0)  # (B, H)
+        """self.gru, one step: (B, I), (B, H) -> (B, H); torch.gru_cell on a GPU (no cuDNN setup per step)."""
+        if hidden.is_cuda:  # all_weights[0]: weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0
+            return torch.gru_cell(rnn_input, hidden, *self.gru.all_weights[0])  # (B, H)
         _, new_hidden = self.gru(rnn_input.unsqueeze(1), hidden.unsqueeze(0))  # (1, B, H)
         return new_hidden.squeeze(0)  # (B, H)
 
 
 class DecoderRNN(Decoder):
-    """Decoder without attention: the encoder's final state is all it knows of the source (Cho et al., 2014).
-    embedding -> dropout -> GRU -> dropout -> Linear(H, V) -> log_softmax; the memory is accepted and ignored (weights
-    None), so the same training and search code runs it. Introduced in notebook 03.
-    """
+    """No attention: the encoder's final state is all it knows of the source (Cho et al., 2014); the memory is
+    checked (key_size) and ignored, weights are None. Introduced in notebook 03."""
 
     def __init__(self, embedding_size: int, hidden_size: int, output_size: int, dropout: float = 0.1,
                  key_size: int | None = None):
         super().__init__()
-        self.hidden_size, self.output_size = hidden_size, output_size
-        self.key_size = key_size or hidden_size  # only checked, never read
+        self.hidden_size, self.output_size, self.key_size = hidden_size, output_size, key_size or hidden_size
         self.embedding = nn.Embedding(output_size, embedding_size, padding_idx=PAD_ID)
         self.dropout = nn.Dropout(dropout)
         self.gru = nn.GRU(embedding_size, hidden_size, batch_first=True)
@@ -189,31 +160,22 @@ class DecoderRNN(Decoder):
 
 
 class AttnDecoderRNN(Decoder):
-    """The 2017 PyTorch tutorial's attention decoder, an exhibit of "location-based" attention.
-
-    weights = softmax(Linear(2H, max_length)([embedded; hidden])): one score per *slot* 0..max_length-1, from the
-    current word and state only, never from the encoder outputs, applied (bmm) to the encoder outputs zero-padded
-    to max_length; [embedded; context] -> Linear -> ReLU feeds the GRU. So the weights ignore the keys, a source
-    longer than max_length cannot be read (`check_source_length`), nothing masks the padding, and the weights are
-    (B, max_length). Embedding size = hidden size, as in the tutorial. Introduced in notebook 03.
-    """
+    """The 2017 PyTorch tutorial's "location-based" attention decoder. Introduced in notebook 03.
+    weights = softmax(Linear(2H, max_length)([embedded; hidden])): one score per slot, never looking at the keys,
+    applied to the keys zero-padded to max_length; nothing masks the padding, a longer source cannot be read."""
 
     def __init__(self, hidden_size: int, output_size: int, dropout: float = 0.1, max_length: int = MAX_LENGTH,
                  key_size: int | None = None):
         super().__init__()
         self.hidden_size, self.output_size, self.max_length = hidden_size, output_size, max_length
         self.key_size = key_size or hidden_size
-        self.embedding = nn.Embedding(output_size, hidden_size, padding_idx=PAD_ID)
-        self.dropout = nn.Dropout(dropout)
+        self.embedding, self.dropout = nn.Embedding(output_size, hidden_size, padding_idx=PAD_ID), nn.Dropout(dropout)
         self.attn = nn.Linear(2 * hidden_size, max_length)
         self.attn_combine = nn.Linear(hidden_size + self.key_size, hidden_size)
         self.gru = nn.GRU(hidden_size, hidden_size, batch_first=True)
         self.out = nn.Linear(hidden_size, output_size)
 
-    @property
-    def max_source_length(self) -> int:
-        """One attention slot per source position: sources longer than max_length cannot be read at all."""
-        return self.max_length
+    max_source_length = property(lambda self: self.max_length)  # one attention slot per source position
 
     def check_source_length(self, source_length: int) -> None:
         if source_length > self.max_length:
@@ -227,9 +189,7 @@ class AttnDecoderRNN(Decoder):
         self._check_memory(keys, mask)
         self.check_source_length(keys.shape[1])
         padding = self.max_length - keys.shape[1]
-        keys = F.pad(keys, (0, 0, 0, padding))  # (B, max_length, K)
-        mask = F.pad(mask, (0, padding), value=False)  # (B, max_length)
-        return Memory(keys, mask, None)
+        return Memory(F.pad(keys, (0, 0, 0, padding)), F.pad(mask, (0, padding), value=False), None)
 
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory,
              weights: Tensor | None = None) -> StepOutput:
@@ -246,13 +206,9 @@ class AttnDecoderRNN(Decoder):
 
 
 class BahdanauDecoder(Decoder):
-    """Bahdanau et al. (2015): attend with the previous state, then step the GRU on [embedding; context].
-
-    Per step: c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1}); t_i = tanh(W_o [s_i; c_i;
-    E y_{i-1}]) (a tanh layer for the paper's maxout), then log_softmax(Linear(H, V)(dropout(t_i))). U k is
-    projected once per sentence (`prepare_memory`); A defaults to H. With teacher forcing 1.0 `forward` embeds all
-    words, runs `recur` once per step, then the output layer once over all T steps. Introduced in notebook 03.
-    """
+    """Bahdanau et al. (2015): attend with the previous state, then step the GRU. Introduced in notebook 03.
+    c_i = attention(s_{i-1}, keys); s_i = GRU([E y_{i-1}; c_i], s_{i-1}); t_i = tanh(W_o [s_i; c_i; E y_{i-1}])
+    (a tanh layer for the paper's maxout); log_softmax(Linear(H, V)(dropout(t_i))). A defaults to H."""
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int, dropout: float = 0.1,
                  attention_size: int | None = None):
@@ -266,7 +222,7 @@ class BahdanauDecoder(Decoder):
         self.out = nn.Linear(hidden_size, output_size)
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
-        """keys (B, S, K), mask (B, S) -> Memory with projected_keys = U k (B, S, A), computed once."""
+        """keys (B, S, K), mask (B, S) -> Memory with the scorer's projection of the keys, U k (B, S, A), made once."""
         self._check_memory(keys, mask)
         return Memory(keys, mask, self.attention.project_keys(keys))  # projected: (B, S, A)
 
@@ -278,8 +234,7 @@ class BahdanauDecoder(Decoder):
 
     def recur(self, embedded: Tensor, previous: Tensor, memory: Memory,
               weights: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        """The recurrence of one step: E y_{i-1} (B, E), s_{i-1} (B, H) -> s_i (B, H), c_i (B, K), weights (B, S).
-        Bahdanau attends with the state *before* the step."""
+        """Attend with the state *before* the step: E y_{i-1} (B, E), s_{i-1} (B, H) -> s_i, c_i, weights (B, S)."""
         context, weights = self._attend(previous, memory, weights)  # (B, K), (B, S)
         return self._gru_step(torch.cat([embedded, context], dim=-1), previous), context, weights  # s_i (B, H)
 
@@ -290,7 +245,7 @@ class BahdanauDecoder(Decoder):
 
     def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory,
                 teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-        """All T steps (see Decoder.forward); with teacher forcing 1.0, the output layer once after the loop."""
+        """As Decoder.forward; with teacher forcing 1.0, the output layer runs once after the loop."""
         self._check_target(tgt_in, teacher_forcing_ratio)
         if teacher_forcing_ratio != 1.0:  # a step may read the previous step's argmax: the step loop
             return self.decode_steps(tgt_in, state, memory, teacher_forcing_ratio)
@@ -305,15 +260,9 @@ class BahdanauDecoder(Decoder):
 
 
 class LuongDecoder(Decoder):
-    """Luong et al. (2015): step the GRU, then attend with the *current* state.
-
-    Per step: h_t = GRU(E y_{t-1} [; h~_{t-1} with input feeding], h_{t-1}); c_t = attention(h_t, keys);
-    attentional state h~_t = tanh(W_c [c_t; h_t]); log_softmax(Linear(H, V)(dropout(h~_t))).
-    score: "dot", "general" (default), "concat", "scaled_dot" (or "bahdanau" for an additive score); the additive
-    scorers ("concat", "bahdanau") use attention_size A = hidden_size.
-    input_feeding: feed h~_{t-1} into the next GRU step (the state then carries it as `input_feed`).
-    Introduced in notebook 04.
-    """
+    """Luong et al. (2015): step the GRU, then attend with the *current* state. Introduced in notebook 04.
+    h_t = GRU(E y_{t-1} [; h~_{t-1} with input feeding], h_{t-1}); c_t = attention(h_t, keys); h~_t = tanh(W_c [c_t;
+    h_t]); log_softmax(Linear(H, V)(dropout(h~_t))). Additive scorers use A = H; input feeding keeps h~ in the state."""
 
     def __init__(self, embedding_size: int, hidden_size: int, key_size: int, output_size: int,
                  score: str = "general", dropout: float = 0.1, input_feeding: bool = False):
@@ -327,10 +276,7 @@ class LuongDecoder(Decoder):
         self.combine = nn.Linear(key_size + hidden_size, hidden_size, bias=False)  # W_c
         self.out = nn.Linear(hidden_size, output_size)
 
-    def prepare_memory(self, keys: Tensor, mask: Tensor) -> Memory:
-        """keys (B, S, K), mask (B, S) -> Memory (with the scorer's per-sentence projection, if it has one)."""
-        self._check_memory(keys, mask)
-        return Memory(keys, mask, self.attention.project_keys(keys))
+    prepare_memory = BahdanauDecoder.prepare_memory  # with the scorer's projection of the keys, if it has one
 
     def init_state(self, encoder_final: Tensor) -> DecoderState:
         """encoder_final (B, H) -> state; with input feeding h~_0 starts as zeros (B, H)."""

@@ -1,11 +1,6 @@
-"""Training, top to bottom as in notebook 05: TrainConfig (how to train), History (per-epoch numbers), train_step
-(one batch: forward, masked loss, backward, clip, Adam step), train_epoch (every batch once), train (the loop, with
-dev loss and dev BLEU after each epoch).
-
-Teacher forcing is decided per decoder step, once for the whole batch (see decoder.Decoder.forward). train_step's
-loss comes from `fast.training_loss` (a decoder's fast path, the packed loss, CUDA graphs on a GPU): the same numbers
-as the plain forward, up to float rounding. `train` seeds torch and the batch order with TrainConfig.seed: two CPU
-runs with one seed and thread count give identical losses. Introduced in notebook 05.
+"""Training, top to bottom as in notebook 05: one batch, one epoch, the loop with dev loss and BLEU per epoch. The
+loss comes from `fast.training_loss`: the plain forward's numbers up to float rounding. Two CPU runs with one seed and
+thread count give identical losses. Introduced in notebook 05.
 """
 from __future__ import annotations
 
@@ -33,11 +28,9 @@ __all__ = ["TrainConfig", "History", "enough_pairs_problem", "train_step",
            "train_epoch", "sample_pairs", "make_optimizer", "train"]
 
 
-# ------------------------------------------------------------------------------------------------------ configs
 @dataclass
 class TrainConfig:
     """How to train (the model's shape lives in ModelConfig). Introduced in notebook 05."""
-
     epochs: int = 10  # passes over the training pairs
     batch_size: int = 64  # pairs per optimiser step
     bucket_by: str = "target"  # batches group pairs of similar "target" (then source) or "source" length
@@ -68,7 +61,6 @@ class TrainConfig:
 @dataclass
 class History:
     """Per-epoch numbers of one training run, for plotting (viz.plot_history). Introduced in notebook 05."""
-
     train_loss: list[float] = field(default_factory=list)  # mean NLL per target token (without label smoothing)
     dev_loss: list[float] = field(default_factory=list)  # the same on the dev set (teacher forced, no dropout)
     dev_bleu: list[float] = field(default_factory=list)  # corpus BLEU of greedy dev translations (nan: not computed)
@@ -79,8 +71,7 @@ class History:
         return len(self.train_loss)
 
     @property
-    def train_seconds(self) -> float:
-        """Total training time (evaluation excluded)."""
+    def train_seconds(self) -> float:  # evaluation excluded
         return float(sum(self.epoch_seconds))
 
     def to_dict(self) -> dict:
@@ -96,13 +87,11 @@ class History:
         return cls(**{name: [float(x) for x in values] for name, values in d.items()})
 
 
-# ------------------------------------------------------------------------------------------------- enough data
 _MIN_USABLE_PAIRS = 20  # fewer kept pairs cannot fill a training batch and still leave dev and test pairs
 
 
 def enough_pairs_problem(data: CourseData, minimum: int = _MIN_USABLE_PAIRS) -> str | None:
-    """None when `data` has enough usable pairs to train and evaluate on; else a one-line message that says how many
-    usable pairs it has, how many are needed, and how to get more."""
+    """None when `data` has enough usable pairs to train and evaluate on, else a one-line message: how to get more."""
     splits = data.splits
     if len(data.pairs) >= minimum and splits.train and splits.dev and splits.test:
         return None
@@ -112,21 +101,16 @@ def enough_pairs_problem(data: CourseData, minimum: int = _MIN_USABLE_PAIRS) -> 
             f"filter (max_length)")
 
 
-# ---------------------------------------------------------------------------------------------------- the loop
 class _StepResult(NamedTuple):
     """One train_step: the plain NLL per real target token (comparable with the dev loss), and their number."""
-
     loss: float
     tokens: int
 
 
 def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
                graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> _StepResult:
-    """One optimisation step on `batch` (on the model's device): the loss of `fast.training_loss` (teacher forcing
-    and label smoothing per `config`), backward, clipping (config.clip > 0), optimizer step. `graphs`: the CUDA
-    graphs `train` records on a GPU; fast_paths=False: the decoder's own forward (to compare the two). Returns the
-    plain NLL per target token and the token count. Introduced in notebook 05.
-    """
+    """One optimisation step on `batch` (on the model's device): `fast.training_loss`, backward, clipping, step;
+    fast_paths=False: the decoder's own forward. Introduced in notebook 05."""
     loss, nll = training_loss(model, batch, config, graphs, fast_paths)
     optimizer.zero_grad(set_to_none=True)
     with quiet_stream_warning():
@@ -140,10 +124,8 @@ def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer
 def train_epoch(model: Translator, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
                 deadline: float | None = None, desc: str = "train", progress: bool = True,
                 graphs: DecoderGraphs | None = None) -> float:
-    """`train_step` over every batch of `loader` (iterated once; len() sizes the tqdm bar), the model in train mode,
-    stopping early after time.perf_counter() passes `deadline`. Returns the epoch's mean plain NLL per target token.
-    Introduced in notebook 05.
-    """
+    """`train_step` over every batch, until time.perf_counter() passes `deadline` -> the epoch's mean plain NLL per
+    target token. Introduced in notebook 05."""
     model.train()
     total_loss, total_tokens = 0.0, 0
     # the bar only counts: tqdm(loader) would iterate the loader once more (a bucketed loader would reshuffle twice)
@@ -179,18 +161,14 @@ def make_optimizer(model: Translator, config: TrainConfig) -> torch.optim.Optimi
 
 def train(model: Translator, data: CourseData, config: TrainConfig, progress: bool = True,
           log: Callable[[str], None] | None = print) -> History:
-    """Train `model` (built for data's vocabularies, moved to config.device) on data.splits.train: seed, Adam, then
-    per epoch train_epoch, dev loss and dev BLEU, one `log` line (None: silent), learning-rate decay; stop when
-    config.time_budget is spent. With config.average_last = N > 1 the model ends with the mean of its weights
-    after each of the last N epochs. Returns a History. Raises ValueError, before any training, when the train or
-    dev split is empty or config.device is unusable. Introduced in notebook 05.
-    """
+    """Train `model` on data.splits.train (moved to config.device), one `log` line per epoch (None: silent).
+    Raises ValueError before training when the train or dev split is empty or config.device is unusable.
+    Introduced in notebook 05."""
     model.config.check_vocabularies(data.src_vocab, data.tgt_vocab)
     if not data.splits.train or not data.splits.dev:  # refuse before training, not after the first epoch
         raise ValueError(enough_pairs_problem(data))
     torch.manual_seed(config.seed)
-    device = resolve_device(config.device)
-    model.to(device)
+    model.to(resolve_device(config.device))
     train_pairs = sample_pairs(data.splits.train, config.max_train_pairs, config.seed)
     dev_pairs = sample_pairs(data.splits.dev, config.max_eval_pairs, config.seed)
     loader = make_loader(train_pairs, data.src_vocab, data.tgt_vocab, config.batch_size, bucket_by=config.bucket_by,
@@ -218,9 +196,8 @@ def train(model: Translator, data: CourseData, config: TrainConfig, progress: bo
             snapshots.append({key: value.detach().clone() for key, value in model.state_dict().items()})
         scheduler.step()
         if log is not None:
-            log(f"epoch {epoch:>2}/{config.epochs}  train loss {train_loss:.3f}  dev loss {result.loss:.3f}  "
-                f"dev ppl {result.perplexity:6.2f}  dev BLEU {result.bleu:5.2f}  "
-                f"({history.epoch_seconds[-1]:.1f} s)")
+            log(f"epoch {epoch:>2}/{config.epochs}  train loss {train_loss:.3f}  dev loss {result.loss:.3f}  dev ppl "
+                f"{result.perplexity:6.2f}  dev BLEU {result.bleu:5.2f}  ({history.epoch_seconds[-1]:.1f} s)")
         if deadline is not None and time.perf_counter() > deadline:
             if log is not None and epoch < config.epochs:
                 log(f"time budget of {config.time_budget:.0f} s spent after {epoch} epoch(s); stopping")
@@ -237,10 +214,5 @@ def train(model: Translator, data: CourseData, config: TrainConfig, progress: bo
 
 def _average_weights(state_dicts: list[dict]) -> dict:
     """The element-wise mean of several state_dicts of one model (checkpoint averaging)."""
-    averaged = {}
-    for key, value in state_dicts[0].items():
-        if value.is_floating_point():
-            averaged[key] = torch.stack([state[key] for state in state_dicts]).mean(dim=0)  # same shape as value
-        else:
-            averaged[key] = value
-    return averaged
+    return {key: torch.stack([state[key] for state in state_dicts]).mean(dim=0) if value.is_floating_point() else value
+            for key, value in state_dicts[0].items()}  # each the shape of value

@@ -1,20 +1,7 @@
-"""A small pre-LN encoder-decoder Transformer that plugs into the course's decoding, training and checkpoints.
-
-Read it top to bottom, as in notebook 09:
-
-    scaled_dot_attention   softmax(q k^T / sqrt(Dh)) v, masked: the Luong scaled dot of notebook 04, with values
-    MultiHeadAttention     `heads` of them side by side: project, split (view, then transpose), attend, merge
-    sinusoidal_positions   the fixed position signal of Vaswani et al. (2017), added to the embeddings
-    _EncoderLayer, _DecoderLayer   pre-LN blocks: x + attention(LN(x)), then x + feed-forward(LN(x))
-    TransformerSeq2Seq     encode / decoder.step / forward: a seq2seq.Translator, as Seq2Seq is
-
-Masks are True where attending is allowed; scorers return (context, weights). H is the model width (d_model), h
-heads of Dh = H / h each. The decoder's state is its cache (every earlier target position's keys and values, per
-layer), so one `step` costs one position. A step's cross-attention weights (B, S) are the last layer's, averaged
-over heads; `cross_attention_heads` gives them per layer and head (`plot_heads` draws them).
-
-The dispatch between the two architectures (build_model, config_from_dict) is course_utils.zoo's.
-Introduced in notebook 09.
+"""A small pre-LN encoder-decoder Transformer, a seq2seq.Translator as Seq2Seq is. Introduced in notebook 09, which
+reads it top to bottom. Masks are True where attending is allowed; H is the model width, h heads of Dh = H / h each.
+The decoder's state is its cache of earlier target positions' keys and values per layer, so a `step` costs one
+position. Choosing between the two architectures (build_model, config_from_dict) is course_utils.zoo's.
 """
 from __future__ import annotations
 
@@ -38,7 +25,6 @@ __all__ = ["TransformerConfig", "scaled_dot_attention", "causal_mask", "MultiHea
 @dataclass
 class TransformerConfig:
     """Everything needed to rebuild a TransformerSeq2Seq (checkpoints store it as a dict). Introduced in notebook 09."""
-
     src_vocab_size: int | None = None  # None in a recipe's template, filled from the vocabularies
     tgt_vocab_size: int | None = None
     architecture: str = "transformer"  # what config_from_dict dispatches on
@@ -63,20 +49,14 @@ class TransformerConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
 
-    @property
-    def attention(self) -> str:
-        """The name the command line and the tables show for this model's attention."""
-        return "transformer"
+    attention = property(lambda self: "transformer")  # the name the command line and the tables show
 
     check_vocabularies = ModelConfig.check_vocabularies
 
 
-# ------------------------------------------------------------------------------------------------ attention
 def scaled_dot_attention(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None) -> AttentionOutput:
     """softmax(q k^T / sqrt(Dh)) v: query (..., T, Dh), keys (..., S, Dh), values (..., S, Dv), mask broadcastable
-    to (..., T, S), True where a query may look -> AttentionOutput(context (..., T, Dv), weights (..., T, S)).
-    Introduced in notebook 09.
-    """
+    to (..., T, S) -> AttentionOutput(context (..., T, Dv), weights (..., T, S)). Introduced in notebook 09."""
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., T, S)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -85,19 +65,14 @@ def scaled_dot_attention(query: Tensor, keys: Tensor, values: Tensor, mask: Tens
 
 
 def causal_mask(queries: int, keys: int, device: torch.device | None = None) -> Tensor:
-    """(T, T0 + T) bool: the T newest of T0 + T positions each see themselves and every earlier position.
-    Introduced in notebook 09."""
+    """(T, T0 + T) bool: each of the T newest positions sees itself and every earlier one. Introduced in notebook 09."""
     first = keys - queries  # absolute position of the first query (T0 positions are already cached)
     return torch.arange(keys, device=device) <= first + torch.arange(queries, device=device).unsqueeze(1)
 
 
 class MultiHeadAttention(nn.Module):
-    """h scaled dot attentions over learned projections, concatenated and projected back (Vaswani et al., 2017).
-
-    forward(query (B, T, H), keys_values (B, S, H) or a (k, v) pair from `project_kv`, mask broadcastable to
-    (B, T, S)) -> AttentionOutput(context (B, T, H), weights (B, h, T, S)). Same parameters as
-    torch.nn.MultiheadAttention(H, h, batch_first=True), in four Linear layers. Introduced in notebook 09.
-    """
+    """h scaled dot attentions over learned projections, concatenated and projected back (Vaswani et al., 2017);
+    torch.nn.MultiheadAttention's parameters, in four Linear layers. Introduced in notebook 09."""
 
     def __init__(self, hidden_size: int, heads: int):
         super().__init__()
@@ -121,6 +96,8 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, query: Tensor, keys_values: Tensor | tuple[Tensor, Tensor],
                 mask: Tensor | None = None) -> AttentionOutput:
+        """query (B, T, H), keys_values (B, S, H) or project_kv's pair, mask broadcastable to (B, T, S) ->
+        AttentionOutput(context (B, T, H), weights (B, h, T, S))."""
         keys, values = self.project_kv(keys_values) if isinstance(keys_values, Tensor) else keys_values
         if mask is not None:
             mask = mask.unsqueeze(-3)  # (B, 1, T, S): the same mask for every head
@@ -129,8 +106,7 @@ class MultiHeadAttention(nn.Module):
 
 
 def sinusoidal_positions(length: int, size: int, device: torch.device | None = None) -> Tensor:
-    """(L, H): sin(p / 10000^(2i/H)) in even columns, cos in odd ones (Vaswani et al., 2017); no parameters.
-    Introduced in notebook 09."""
+    """(L, H): sin(p / 10000^(2i/H)) in even columns, cos in odd ones (Vaswani et al.). Introduced in notebook 09."""
     position = torch.arange(length, device=device, dtype=torch.float32).unsqueeze(1)  # (L, 1)
     rate = torch.exp(torch.arange(0, size, 2, device=device) * (-math.log(10000.0) / size))  # (H/2,)
     table = torch.zeros(length, size, device=device)
@@ -160,10 +136,8 @@ class _EncoderLayer(nn.Module):
 
 class _DecoderLayer(nn.Module):
     """Pre-LN: causal self-attention over the cache and the new positions, cross-attention, feed-forward.
-
-    forward(x (B, T, H), cache (k, v) of (B, h, T0, Dh) each, cross (k, v) of (B, h, S, Dh), src_mask (B, S)) ->
-    (x (B, T, H), new cache (B, h, T0 + T, Dh) each, cross weights (B, h, T, S)).
-    """
+    forward(x (B, T, H), cache (k, v) (B, h, T0, Dh), cross (k, v) (B, h, S, Dh), src_mask (B, S)) ->
+    (x (B, T, H), new cache (B, h, T0 + T, Dh) each, cross weights (B, h, T, S))."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -174,44 +148,36 @@ class _DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, cache: tuple[Tensor, Tensor], cross: tuple[Tensor, Tensor],
                 src_mask: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor]:
-        attend = self.self_attention
         normed = self.norm1(x)
-        new_keys, new_values = attend.project_kv(normed)  # (B, h, T, Dh) each
+        new_keys, new_values = self.self_attention.project_kv(normed)  # (B, h, T, Dh) each
         keys, values = torch.cat([cache[0], new_keys], dim=2), torch.cat([cache[1], new_values], dim=2)  # (B,h,T0+T,Dh)
         mask = causal_mask(x.shape[1], keys.shape[2], x.device)  # (T, T0 + T)
-        x = x + self.dropout(attend(normed, (keys, values), mask.unsqueeze(0)).context)  # (B, T, H)
+        x = x + self.dropout(self.self_attention(normed, (keys, values), mask.unsqueeze(0)).context)  # (B, T, H)
         crossed = self.cross_attention(self.norm2(x), cross, src_mask.unsqueeze(1))  # (B, T, H), (B, h, T, S)
         x = x + self.dropout(crossed.context)
         return x + self.dropout(self.feed_forward(self.norm3(x))), (keys, values), crossed.weights
 
 
-# ------------------------------------------------------------------------------------------- memory and state
 class _TransformerMemory(NamedTuple):
     """What the decoder reads of one source batch, prepared once (the seq2seq Memory's role)."""
-
     keys: Tensor  # (B, S, H) the encoder's output
     mask: Tensor  # (B, S) bool, True on real source tokens
     cross: tuple[tuple[Tensor, Tensor], ...]  # per decoder layer: its cross-attention keys, values (B, h, S, Dh)
 
-    def index_select(self, index: Tensor) -> _TransformerMemory:
-        """Pick or repeat batch rows, index (N,) long (beam search)."""
+    def index_select(self, index: Tensor) -> _TransformerMemory:  # index (N,) long: pick or repeat batch rows
         pick = lambda t: t.index_select(0, index)  # noqa: E731
         return _TransformerMemory(pick(self.keys), pick(self.mask), tuple((pick(k), pick(v)) for k, v in self.cross))
 
 
 class _TransformerState(NamedTuple):
-    """The decoder's state between steps is its cache: per layer, the self-attention keys and values of every
-    target position so far, (B, h, T0, Dh) each (T0 = 0 before the first step)."""
-
-    cache: tuple[tuple[Tensor, Tensor], ...]
+    """The decoder's cache: per layer, the self-attention keys and values of the T0 target positions so far."""
+    cache: tuple[tuple[Tensor, Tensor], ...]  # (B, h, T0, Dh) each; T0 = 0 before the first step
 
     @property
     def position(self) -> int:
-        """T0, the number of target positions already decoded."""
-        return self.cache[0][0].shape[2]
+        return self.cache[0][0].shape[2]  # T0, the number of target positions already decoded
 
-    def index_select(self, index: Tensor) -> _TransformerState:
-        """Pick or repeat batch rows, index (N,) long (beam search)."""
+    def index_select(self, index: Tensor) -> _TransformerState:  # index (N,) long: pick or repeat batch rows
         return _TransformerState(tuple((k.index_select(0, index), v.index_select(0, index)) for k, v in self.cache))
 
 
@@ -233,13 +199,8 @@ class _Embed(nn.Module):
 
 
 class _TransformerDecoder(nn.Module):
-    """Embedding + positions, `layers` _DecoderLayers, a final LayerNorm, an output layer tied to the embedding.
-
-    step(prev_tokens (B,), state, memory) -> StepOutput(log_probs (B, V), state (cache one longer), weights (B, S)).
-    run(tgt_in (B, T), state, memory) -> (log_probs (B, T, V), state, cross weights (layers, B, h, T, S)).
-    forward(tgt_in (B, T), state, memory, teacher_forcing_ratio=1.0) -> DecoderOutput(log_probs (B, T, V), weights
-        (B, T, S), state): the GRU decoders' call; all T positions at once, so only teacher forcing 1.0 exists.
-    """
+    """Embedding + positions, `layers` _DecoderLayers, a final LayerNorm, an output layer tied to the embedding;
+    the GRU decoders' interface. All T positions run at once, so teacher forcing is 1.0 or an error."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -251,7 +212,7 @@ class _TransformerDecoder(nn.Module):
         self.out.weight = self.embed.embedding.weight  # tied: one (V, H) matrix reads and writes English words
 
     def check_source_length(self, source_length: int) -> None:
-        """Any length: sinusoidal positions have no table to run out of (search.py asks every decoder)."""
+        """Any length: sinusoidal positions have no table to run out of."""
 
     def prepare_memory(self, keys: Tensor, mask: Tensor) -> _TransformerMemory:
         """keys (B, S, H), mask (B, S) -> _TransformerMemory with every layer's cross keys and values computed once."""
@@ -265,6 +226,7 @@ class _TransformerDecoder(nn.Module):
 
     def run(self, tgt_in: Tensor, state: _TransformerState,
             memory: _TransformerMemory) -> tuple[Tensor, _TransformerState, Tensor]:
+        """tgt_in (B, T) -> (log_probs (B, T, V), state, cross weights (layers, B, h, T, S))."""
         x = self.embed(tgt_in, start=state.position)  # (B, T, H)
         caches, weights = [], []
         for layer, cache, cross in zip(self.layers, state.cache, memory.cross):
@@ -277,8 +239,8 @@ class _TransformerDecoder(nn.Module):
     def forward(self, tgt_in: Tensor, state: _TransformerState, memory: _TransformerMemory,
                 teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
         if teacher_forcing_ratio != 1.0:
-            raise ValueError(f"a Transformer decoder reads the gold prefix at every position (teacher forcing "
-                             f"1.0); got teacher_forcing_ratio={teacher_forcing_ratio}: set it to 1.0")
+            raise ValueError("a Transformer decoder reads the gold prefix at every position (teacher forcing 1.0); got "
+                             f"teacher_forcing_ratio={teacher_forcing_ratio}: set it to 1.0")
         log_probs, state, weights = self.run(tgt_in, state, memory)  # (B, T, V), ..., (layers, B, h, T, S)
         return DecoderOutput(log_probs, weights[-1].mean(dim=1), state)  # weights (B, T, S)
 
@@ -292,15 +254,8 @@ class _TransformerDecoder(nn.Module):
 
 
 class TransformerSeq2Seq(nn.Module):
-    """Encoder + decoder, a seq2seq.Translator as Seq2Seq is (search, translate, train, evaluate, checkpoints).
-
-    encode(src (B, S), src_lengths (B,)) -> (_TransformerMemory, _TransformerState (an empty cache)).
-    forward(src, src_lengths, tgt (B, T), teacher_forcing_ratio=1.0) -> Seq2SeqOutput(log_probs (B, T, V),
-        attention (B, T, S): the last layer's cross-attention averaged over heads). All T positions run at once
-        under the causal mask, so only teacher forcing (ratio 1.0) exists.
-    cross_attention_heads(src_ids (S,), output_ids (T,)) -> (layers, h, T, S), for plot_heads.
-    Introduced in notebook 09.
-    """
+    """Encoder + decoder, a seq2seq.Translator as Seq2Seq is; forward's attention (B, T, S) is the last layer's
+    cross-attention averaged over heads, with teacher forcing 1.0 only. Introduced in notebook 09."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -321,7 +276,6 @@ class TransformerSeq2Seq(nn.Module):
         if src.device != self.device:
             raise ValueError(f"src is on {src.device} but the model is on {self.device}: move the batch first")
         from course_utils.data import lengths_to_mask  # here: importing the models loads no data pipeline
-
         mask = lengths_to_mask(src_lengths.to(src.device), src.shape[1])  # (B, S)
         x = self.embed(src)  # (B, S, H)
         for layer in self.encoder_layers:
@@ -347,10 +301,8 @@ class TransformerSeq2Seq(nn.Module):
 
 def plot_heads(weights: Tensor, source_tokens: list[str], output_tokens: list[str], title: str | None = None,
                ncols: int = 4):
-    """One heatmap per head: weights (h, T, S) (a layer of `cross_attention_heads`) -> a matplotlib Figure.
-    Introduced in notebook 09."""
+    """A Figure, a heatmap per head: weights (h, T, S), a layer of cross_attention_heads. Introduced in notebook 09."""
     from course_utils.viz import AttentionPanel, plot_attention_grid
-
     panels = [AttentionPanel(f"head {i}", head, list(source_tokens), list(output_tokens))
               for i, head in enumerate(weights)]
     return plot_attention_grid(panels, ncols=min(ncols, len(panels)), title=title, show_stats=False)

@@ -1,12 +1,7 @@
-"""Fast paths for training, beside the plain decoders they are pinned to (tests/test_fast_paths.py and
-tests/test_cuda_graphs.py: outputs and gradients equal to the step loops'). Chosen here, in one place:
+"""Fast paths for training, pinned by tests to the plain decoders' outputs and gradients, and chosen here:
 
     loss, nll = training_loss(model, batch, config, graphs)   # what train_step optimises
     graphs = training_graphs(model, config, loader)          # CUDA graphs on a GPU, else None
-
-recurrences    Bahdanau's fused recurrence, Luong's all-steps-at-once, and the choice between them by decoder type
-packed_loss    the output layer and the loss on the real target steps only
-cuda_graphs    the decoder's side of a training step recorded and replayed as CUDA graphs
 """
 from __future__ import annotations
 
@@ -30,7 +25,6 @@ __all__ = ["training_loss", "training_graphs"]
 
 class _Config(Protocol):
     """What the fast paths read of a train.TrainConfig."""
-
     teacher_forcing_ratio: float
     label_smoothing: float
     cuda_graphs: bool
@@ -38,12 +32,8 @@ class _Config(Protocol):
 
 def training_loss(model: Translator, batch: Batch, config: _Config, graphs: DecoderGraphs | None = None,
                   fast_paths: bool = True) -> tuple[Tensor, Tensor]:
-    """The training loss of one batch (label-smoothed per config) and the plain NLL per target token (no gradient).
-
-    With `graphs`, the encoder runs as usual and the decoder's side is replayed; else a decoder with a fast path
-    (teacher forcing 1.0; `fast_paths` on) runs it with the packed loss; else the decoder's own forward over
-    (B, T, V). The same numbers every way, up to float rounding.
-    """
+    """The training loss of one batch (label-smoothed per config) and the plain NLL per target token (no gradient):
+    replayed `graphs`, else a decoder's fast path with the packed loss, else its own forward; the same numbers."""
     if graphs is not None:
         encoded = model.encoder(batch.src, batch.src_lengths)  # keys (B, S, K), final (B, H)
         return graphs(encoded.outputs, batch.src_mask, encoded.final, batch.tgt)
@@ -59,8 +49,7 @@ def training_loss(model: Translator, batch: Batch, config: _Config, graphs: Deco
 
 
 def training_graphs(model: Translator, config: _Config, loader: Iterable[Batch]) -> DecoderGraphs | None:
-    """The CUDA graphs `training_loss` replays (recorded from one pass over `loader`), or None: on the CPU, or with
-    config.cuda_graphs off."""
+    """The CUDA graphs `training_loss` replays, recorded from one pass over `loader`; None on the CPU or when off."""
     if not config.cuda_graphs or model.device.type != "cuda":
         return None
     return DecoderGraphs(model, config.teacher_forcing_ratio, config.label_smoothing, loader)

@@ -1,9 +1,5 @@
-"""CUDA graphs for training on a GPU: the decoder's side of a training step recorded once per batch shape (fixed
-shapes, no value read back to Python: tests/test_fast_paths.py), then replayed with one launch instead of dozens of
-small kernels per target step, one Python call each. The encoder runs as it is (its packed GRU depends on lengths).
-
-    graphs = DecoderGraphs(model, teacher_forcing_ratio, label_smoothing, batches)  # a graph per batch shape
-    loss, nll = graphs(keys, mask, encoder_final, tgt)   # replays (or runs _DecoderLoss itself for a new shape)
+"""CUDA graphs for training on a GPU: the decoder's side of a training step recorded once per batch shape, then
+replayed with one launch. The encoder runs as it is (its packed GRU depends on the lengths).
 """
 from __future__ import annotations
 
@@ -27,21 +23,15 @@ __all__ = ["quiet_stream_warning", "DecoderGraphs"]
 
 @contextlib.contextmanager
 def quiet_stream_warning():
-    """Silence autograd's warning that a parameter's gradient is made on another CUDA stream than before: the graphs
-    are recorded on a stream of their own, later steps run on the default one; harmless, and noise for a student."""
+    """Silence autograd's harmless warning that a gradient is made on another CUDA stream than at recording."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="The AccumulateGrad node's stream does not match")
         yield
 
 
 class _DecoderLoss(nn.Module):
-    """The decoder's side of a training step, as one module over the decoder's parameters only.
-
-    forward(keys (B, S, K), mask (B, S) bool, encoder_final (B, H), tgt (B, T)) -> (loss, nll), two scalars: the
-    training loss (label-smoothed per `label_smoothing`) and the plain NLL per target token (no gradient), as
-    Seq2Seq.forward and masked_nll_loss give them. The output layer runs at every step, padding included (a recorded
-    graph needs fixed shapes).
-    """
+    """The decoder's side of a training step: keys (B, S, K), mask (B, S), encoder_final (B, H), tgt (B, T) ->
+    (training loss, plain NLL per target token without gradient); padding included (a graph has fixed shapes)."""
 
     def __init__(self, decoder: nn.Module, teacher_forcing_ratio: float = 1.0, label_smoothing: float = 0.0):
         super().__init__()
@@ -57,13 +47,8 @@ class _DecoderLoss(nn.Module):
 
 
 class DecoderGraphs:
-    """_DecoderLoss recorded as CUDA graphs, one per (src shape, tgt shape) of `batches`, all in one call.
-
-    Call it like _DecoderLoss; the gradients flow to the decoder's parameters and to keys and encoder_final (hence
-    into the encoder) as they would without graphs. A shape that `batches` did not have runs _DecoderLoss itself.
-    The model must stay where it is (the graphs read its parameters' memory) and be in training mode at recording;
-    dropout draws new masks at every replay.
-    """
+    """_DecoderLoss recorded as CUDA graphs, one per (src, tgt) shape of `batches`; called like _DecoderLoss, with
+    gradients into the encoder too; other shapes run _DecoderLoss itself. The model must stay on its device."""
 
     def __init__(self, model: Seq2Seq, teacher_forcing_ratio: float, label_smoothing: float,
                  batches: Iterable[Batch]):

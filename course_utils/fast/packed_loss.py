@@ -1,8 +1,4 @@
-"""The training loss over the real target steps only: the output layer (the largest product) and the loss never
-touch the padding, neither forward nor backward. The same loss as masked_nll_loss over (B, T, V), up to rounding.
-
-    log_probs, tgt = packed_log_probs(output_layer, steps, batch.tgt, batch.tgt_lengths)   # (1, N, V), (1, N)
-"""
+"""The training loss over the real target steps only: the output layer and the loss never touch the padding."""
 from __future__ import annotations
 
 from collections.abc import Callable

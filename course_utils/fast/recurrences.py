@@ -1,9 +1,5 @@
-"""Teacher-forced fast paths of the Bahdanau and Luong decoders: the numbers of their step loops, with less work.
-
-With teacher forcing 1.0 every input word is known up front. Bahdanau: the embedding half of the GRU's input
-product runs once before the loop; attention's W s and the GRU's W_h s (both of s_{i-1}) are one product; the GRU
-is written out on its weights; the padding is an additive bias checked once. Luong without input feeding: one GRU
-call for all T steps, one attention call. The output layer is left to the caller (`Steps.features`).
+"""Teacher-forced fast paths of the Bahdanau and Luong decoders: the numbers of their step loops, with less work,
+as every input word is known up front. The output layer is left to the caller (`Steps.features`).
 """
 from __future__ import annotations
 
@@ -21,22 +17,21 @@ __all__ = ["Steps", "teacher_forced_steps", "FastDecoder"]
 
 class Steps(NamedTuple):
     """A teacher-forced pass up to the output layer: decoder.output_layer(*features) gives (B, T, V)."""
-
     features: tuple[Tensor, ...]  # each (B, T, .)
     weights: Tensor  # (B, T, S)
     state: DecoderState  # after the last step
 
 
 def _padding_bias(mask: Tensor) -> Tensor:
-    """mask (B, S) bool -> (B, S) float, 0 on real tokens and -inf on padding: added to scores before a softmax it
-    gives exactly masked_softmax's weights, with the mask checked once instead of at every step."""
+    """mask (B, S) bool -> (B, S), 0 or -inf: added to scores, masked_softmax's weights with the mask checked once."""
     bias = torch.zeros(mask.shape, device=mask.device).masked_fill(~mask, float("-inf"))  # (B, S)
     masked_softmax(bias, mask)  # masked_softmax's checks, once
     return bias
 
 
 def _bahdanau_steps(decoder: BahdanauDecoder, tgt_in: Tensor, state: DecoderState, memory: Memory) -> Steps:
-    """BahdanauDecoder.forward's recurrence with PyTorch's GRU equations written out (see the module)."""
+    """BahdanauDecoder.forward's recurrence: the words' half of the GRU input product once, W s and W_h s as one
+    product, the GRU written out on its weights."""
     embedded = decoder.dropout(decoder.embedding(tgt_in))  # (B, T, E)
     gru, attention, size, hidden = decoder.gru, decoder.attention, decoder.hidden_size, state.hidden
     w_words, w_context = gru.weight_ih_l0.split([embedded.shape[-1], decoder.key_size], dim=1)  # (3H, E), (3H, K)
@@ -70,8 +65,7 @@ def _luong_steps(decoder: LuongDecoder, tgt_in: Tensor, state: DecoderState, mem
 
 def teacher_forced_steps(decoder: nn.Module, tgt_in: Tensor, state, memory,
                          teacher_forcing_ratio: float = 1.0) -> Steps | None:
-    """The one choice of a fast path: by the decoder's type, with teacher forcing 1.0 (no step reads the previous
-    prediction). tgt_in (B, T) -> Steps; None where the decoder has none (its forward is then the way)."""
+    """tgt_in (B, T) -> Steps by the decoder's fast path, with teacher forcing 1.0; None where there is none."""
     if teacher_forcing_ratio != 1.0:
         return None
     if isinstance(decoder, BahdanauDecoder):
@@ -83,8 +77,7 @@ def teacher_forced_steps(decoder: nn.Module, tgt_in: Tensor, state, memory,
 
 def _fast_forward(decoder: nn.Module, tgt_in: Tensor, state, memory,
                  teacher_forcing_ratio: float = 1.0) -> DecoderOutput:
-    """decoder(tgt_in, state, memory, teacher_forcing_ratio) through its fast path when it has one: the same
-    DecoderOutput (log_probs (B, T, V), weights (B, T, S), state) up to float rounding."""
+    """decoder(tgt_in, state, memory, ratio) through its fast path when it has one: the same DecoderOutput."""
     steps = teacher_forced_steps(decoder, tgt_in, state, memory, teacher_forcing_ratio)
     if steps is None:
         return decoder(tgt_in, state, memory, teacher_forcing_ratio)
@@ -92,9 +85,8 @@ def _fast_forward(decoder: nn.Module, tgt_in: Tensor, state, memory,
 
 
 class FastDecoder(nn.Module):
-    """A decoder's fast path as a module: FastDecoder(decoder)(tgt_in, state, memory) is `_fast_forward`. Its
-    submodules are the decoder's, under the same names, so that a shape trace reads alike. Introduced in notebook 04.
-    """
+    """A decoder's fast path as a module, with the decoder's submodules under their names (a shape trace reads
+    alike). Introduced in notebook 04."""
 
     def __init__(self, decoder: Decoder):
         super().__init__()
