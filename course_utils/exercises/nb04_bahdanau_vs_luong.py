@@ -49,10 +49,9 @@ def _expect_scores(exercise: str, got: object, expected: torch.Tensor, hint: str
                                 "all S keys": expected.transpose(1, 2)}
     why = first_match(got, mistakes, lambda got, wrong: wrong.shape == got.shape and torch.allclose(got, wrong,
                                                                                                       atol=1e-5))
-    if why:
-        raise AssertionError(f"{exercise}: {why}. Hint: {hint}.")
-    raise AssertionError(f"{exercise}: with (B, T, S) = {(B, T, S)} your scores differ from the module's by up to "
-                         f"{(got - expected).abs().max().item():.3g}. Hint: {hint}.")
+    raise AssertionError(f"{exercise}: {why}. Hint: {hint}." if why else f"{exercise}: with (B, T, S) = {(B, T, S)} "
+                         f"your scores differ from the module's by up to {(got - expected).abs().max().item():.3g}. "
+                         f"Hint: {hint}.")
 
 
 def check_general_score(student_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:

@@ -2,6 +2,7 @@
 batch losses."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -62,9 +63,7 @@ def check_masked_nll(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
             "the loss is MINUS the log-probability (log-probabilities are <= 0, the loss >= 0)":
                 float(masked_gold.sum() / real.sum()),
         }
-        def close(a: float, b: float) -> bool:
-            return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
-
+        close = functools.partial(math.isclose, rel_tol=1e-5, abs_tol=1e-6)
         if not close(got, expected):
             why = first_match(got, mistakes, lambda got, value: not close(value, expected) and close(got, value))
             raise AssertionError(f"{exercise}: with target lengths {real.sum(1).tolist()} (tgt shape "

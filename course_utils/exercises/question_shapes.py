@@ -34,7 +34,6 @@ def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Te
     return src, torch.tensor(lengths)
 
 
-# ------------------------------------------------------------------------------------------- 00 why attention
 def nb00_dot_attention() -> Shapes:
     from course_utils.attention import DotAttention
     torch.manual_seed(0)
@@ -43,7 +42,6 @@ def nb00_dot_attention() -> Shapes:
     return _shapes(weights, context)
 
 
-# ------------------------------------------------------------------------------------------- 01 data
 def nb01_collate() -> Shapes:
     from course_utils import data
     from course_utils.vocab import Vocab
@@ -64,7 +62,6 @@ def nb01_column() -> Shapes:
     return _shapes(data.tensor_from_sentence(_vocab(sentence), sentence))
 
 
-# ------------------------------------------------------------------------------------------- 02 encoder
 def nb02_encoder() -> Shapes:
     from course_utils.encoder import EncoderRNN
     torch.manual_seed(0)
@@ -83,7 +80,6 @@ def nb02_raw_gru() -> Shapes:
     return _shapes(outputs, h_n)
 
 
-# ------------------------------------------------------------------------------------------- 03 attention decoder
 def nb03_bahdanau_step() -> Shapes:
     from course_utils.attention import BahdanauAttention
     torch.manual_seed(0)
@@ -104,7 +100,6 @@ def nb03_location() -> Shapes:
     return _shapes(output.log_probs, output.attention)
 
 
-# ------------------------------------------------------------------------------------------- 04 Bahdanau vs Luong
 def nb04_general() -> Shapes:
     from course_utils.attention import GeneralAttention
     torch.manual_seed(0)
@@ -122,7 +117,6 @@ def nb04_gru_inputs() -> Shapes:
     return _shapes(*(decoder.gru.weight_ih_l0 for decoder in decoders))
 
 
-# ------------------------------------------------------------------------------------------- 05 training
 def nb05_loss() -> Shapes:
     import torch.nn.functional as F
 
@@ -146,7 +140,6 @@ def nb05_greedy() -> Shapes:
     return _shapes(output.tokens, output.lengths, output.attention, output.log_prob)
 
 
-# ------------------------------------------------------------------------------------------- 06 heatmaps
 def nb06_forced() -> Shapes:
     from course_utils.metrics import attention_entropy
     from course_utils.translate import translate_forced
@@ -157,7 +150,6 @@ def nb06_forced() -> Shapes:
     return _shapes(translation.attention, attention_entropy(translation.attention))
 
 
-# ------------------------------------------------------------------------------------------- 07 decoding
 def nb07_beam_step() -> Shapes:
     from course_utils.search import forbid_special_tokens
     from course_utils.vocab import SOS_ID
@@ -183,7 +175,6 @@ def nb07_sample() -> Shapes:
     return _shapes(output.tokens, output.attention, output.log_prob)
 
 
-# ------------------------------------------------------------------------------------------- 08 classification
 def nb08_gated() -> Shapes:
     from course_utils.classifier import AttentionClassifier
     torch.manual_seed(0)
@@ -203,7 +194,6 @@ def nb08_bag_of_words() -> Shapes:
     return _shapes(model.word_scores.weight, counts, model(words, mask).logits)
 
 
-# ------------------------------------------------------------------------------------------- 09 Transformer
 def nb09_multi_head() -> Shapes:
     from course_utils.transformer import MultiHeadAttention
     torch.manual_seed(0)
@@ -214,7 +204,6 @@ def nb09_multi_head() -> Shapes:
     return _shapes(attention.split_heads(attention.query(query)), out.context, out.weights)
 
 
-# ------------------------------------------------------------------------------------------- 10 alignment
 def nb10_alignment_matrices() -> Shapes:
     from course_utils.alignment import shifted_rows, word_block
     torch.manual_seed(0)
