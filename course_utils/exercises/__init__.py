@@ -1,36 +1,17 @@
 """Self-checks for the notebooks' exercises: run a student's function in place and say whether it is right.
 
-Every checker has the same contract, so the notebooks share one pattern:
-
     def my_normalize(s):
         return None          # the starter: replace with your code
     exercises.check_normalize(my_normalize)
 
-- the student's function returns None (the starter)  -> prints "not attempted yet";
-- it gives a wrong answer                           -> raises AssertionError naming the input and a hint;
-- it raises RuntimeError, IndexError, TypeError or  -> the same AssertionError with the exercise's hint (a shape
-  ValueError (wrong shapes, dtypes, arguments)         mistake reads like any other wrong answer);
-- it calls a function the exercise asks it not to   -> AssertionError "<exercise>: this exercise asks you to write
-  call (a "write it yourself" exercise)                it without calling <name>";
-- it is right on every case                         -> prints a success message ("<exercise>: correct! ...").
-Checkers return None, so a notebook cell that ends with the call shows only the message.
+A checker prints "not attempted yet" for the starter (None) and a success message when every case is right; a
+wrong answer, a RuntimeError/IndexError/TypeError/ValueError, or a call to a function the exercise forbids
+raises AssertionError with a hint. Forbidden functions are patched where the student's code looks them up
+(`torch.softmax`, `x.softmax()`, `data.normalize_string`); a name imported with `from ... import` escapes.
 
-The forbidden functions are patched where the student's code looks them up (`torch.softmax`, `F.softmax`,
-`x.softmax()`, `data.normalize_string`, ...); a notebook that did `from course_utils.data import normalize_string`
-holds its own reference, which the check cannot see.
-
-One module per notebook with exercises (nb01_data ... nb08_attention_classification) holds that notebook's
-checkers and cases; `contract` holds the shared pieces and `solutions` the answer key
-(`SOLUTIONS = {"check_normalize": normalize, ...}`). To add a checker: write `check_<thing>(student_fn)` in its
-notebook's module; call the student's function ONLY through
-`call_student(exercise, student_fn, args, hint, forbidden=...)`, pass the first result to `attempted` (return if
-it is False), use `expect` for each comparison and end with `passed(...)`; re-export it here, add its reference
-solution to `solutions.SOLUTIONS` and its typical mistakes to tests/test_exercises_nbNN.py.
-
-`questions` holds each notebook's "predict the shape" and concept questions (`QUESTIONS`); a notebook's last cell
-lists them with `exercises.show_questions("NN")`, and their answers are on the site's solutions page only.
-
-Introduced in notebook 01.
+One module per notebook (nb01_data ... nb08_attention_classification) holds its checkers and cases; `contract`
+the shared pieces (call the student ONLY through `call_student`), `solutions` the answer key, `questions` the
+end-of-notebook questions (`show_questions("NN")`). Introduced in notebook 01.
 """
 from course_utils.exercises.nb01_data import (
     ENCODE_CASES,
@@ -91,9 +72,8 @@ from course_utils.exercises.questions import QUESTIONS, Question, show_questions
 
 __all__ = [
     "ATTENTION_LENGTHS", "ATTENTION_PARAMETER_CASES", "BEAM_STEP_CASES", "ENCODE_CASES", "ENCODE_VOCAB_SENTENCES",
-    "FINAL_STATE_LENGTHS",
-    "GREEDY_MAX_LENGTH", "GREEDY_SOURCES", "GRU_STEP_SIZES", "MASKED_NLL_LENGTHS", "NORMALIZE_CASES",
-    "PAD_FRACTION_SOURCES", "PERPLEXITY_CASES", "SCORE_SIZES", "SPARSITY_LENGTHS",
+    "FINAL_STATE_LENGTHS", "GREEDY_MAX_LENGTH", "GREEDY_SOURCES", "GRU_STEP_SIZES", "MASKED_NLL_LENGTHS",
+    "NORMALIZE_CASES", "PAD_FRACTION_SOURCES", "PERPLEXITY_CASES", "SCORE_SIZES", "SPARSITY_LENGTHS",
     "check_argmax_alignment", "check_attention_entropy", "check_attention_parameters", "check_bahdanau_score",
     "check_context", "check_diagonal_deviation", "check_dot_attention", "check_embedding_lookup", "check_encode",
     "check_final_state", "check_general_score", "check_greedy_decode", "check_gru_step", "check_masked_nll",

@@ -1,12 +1,5 @@
-"""The one contract every checker of `course_utils.exercises` follows (see the package docstring).
-
-- `attempted(exercise, result)`: False (after printing "not attempted yet") when the student's function returned
-  None, the starter's return value;
-- `expect(condition, message)`: raise AssertionError(message) unless `condition`;
-- `passed(exercise, detail)`: print the success message ("<exercise>: correct! <detail>");
-- `call_student(exercise, student_fn, args, hint, forbidden=())`: the ONLY way a checker calls the student's
-  function: on clones of the tensors, with the usual errors turned into an AssertionError with a hint, and with
-  the `forbidden` functions refusing to run.
+"""The contract every checker of `course_utils.exercises` follows (see the package docstring), and the small
+helpers the checkers share.
 """
 from __future__ import annotations
 
@@ -20,8 +13,7 @@ STUDENT_ERRORS = (RuntimeError, IndexError, TypeError, ValueError)  # wrong shap
 
 
 def attempted(exercise: str, result: object) -> bool:
-    """False (after printing "not attempted yet") when `result` is None, the starter's return value.
-    """
+    """False (after printing "not attempted yet") when `result` is None, the starter's return value."""
     if result is None:
         print(f"{exercise}: not attempted yet (your function returns None). Write it, then rerun this cell.")
         return False
@@ -39,6 +31,16 @@ def passed(exercise: str, detail: str) -> None:
     print(f"{exercise}: correct! {detail}")
 
 
+def shape_or_type(got: object) -> object:
+    """`got`'s shape as a tuple if it is a tensor, else its type's name (for "expected shape ..." messages)."""
+    return tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+
+
+def first_match(got: object, mistakes: dict[str, object], same: Callable[[object, object], bool]) -> str | None:
+    """The first hint of `mistakes` ({hint: what that mistake returns}) whose value is `same` as `got`, else None."""
+    return next((why for why, wrong in mistakes.items() if same(got, wrong)), None)
+
+
 def _clone(arg: object) -> object:
     """A clone of a tensor, and of the tensors inside a tuple, NamedTuple (a Batch) or list; anything else as is."""
     if isinstance(arg, torch.Tensor):
@@ -51,7 +53,6 @@ def _clone(arg: object) -> object:
 
 
 def _refusal(exercise: str, name: str, hint: str) -> Callable[..., object]:
-    """A stand-in for the forbidden function `name`: calling it raises an AssertionError that says why."""
     def refuse(*args: object, **kwargs: object) -> object:
         raise AssertionError(f"{exercise}: this exercise asks you to write it without calling {name}. "
                              f"Hint: {hint}.")
@@ -60,20 +61,12 @@ def _refusal(exercise: str, name: str, hint: str) -> Callable[..., object]:
 
 def call_student(exercise: str, student_fn: Callable, args: Sequence[object], hint: str,
                  forbidden: Sequence[str] = ()) -> object:
-    """student_fn(*args) on clones of the tensor arguments (the student cannot change the checker's cases).
+    """student_fn(*args) on clones of the tensor arguments: the ONLY way a checker calls the student's function.
 
-    A RuntimeError, IndexError, TypeError or ValueError raised by the student's code (wrong shapes, dtypes,
-    arguments) becomes an AssertionError naming the exercise, with `hint`, so a shape mistake reads like any
-    other wrong answer. Other errors (KeyError, ...) pass through: a checker may catch them for its own hint.
-
-    `forbidden` holds dotted names ("torch.softmax", "torch.Tensor.softmax", "course_utils.data.normalize_string")
-    of the functions the exercise asks the student NOT to call: while student_fn runs, each is replaced (with
-    unittest.mock.patch, on the module or class attribute) by a stand-in that raises AssertionError "<exercise>:
-    this exercise asks you to write it without calling <name>"; the originals are back afterwards, also when the
-    student's code raises. The patch covers the calls that look the name up at call time (`data.normalize_string(s)`,
-    `F.softmax(x)`, `x.softmax()`); a notebook that did `from course_utils.data import normalize_string` holds
-    its own reference, which the patch cannot reach. The checker's own reference computations run outside the
-    patch.
+    RuntimeError, IndexError, TypeError and ValueError become an AssertionError naming the exercise, with `hint`;
+    other errors pass through. While student_fn runs, each dotted name in `forbidden` ("torch.softmax",
+    "torch.Tensor.softmax", ...) is patched by a stand-in raising AssertionError "<exercise>: this exercise asks
+    you to write it without calling <name>"; the originals are back afterwards, also after an error.
     """
     args = [_clone(arg) for arg in args]
     with contextlib.ExitStack() as patches:
@@ -84,3 +77,18 @@ def call_student(exercise: str, student_fn: Callable, args: Sequence[object], hi
         except STUDENT_ERRORS as error:
             raise AssertionError(f"{exercise}: your function raised {type(error).__name__}: {error}. "
                                  f"Hint: {hint}.") from error
+
+
+def run_cases(exercise: str, student_fn: Callable, cases: Sequence, hint: str, check: Callable[[object, object], None],
+              success: str, forbidden: Sequence[str] = (), args: Callable[[object], Sequence[object]] = tuple,
+              first: int = 0) -> None:
+    """The checker loop: "not attempted yet" when the student's function returns None on cases[first]; else
+    `check(case, got)` with got = student_fn(*args(case)) for every case, then the success message."""
+    def call(case: object) -> object:
+        return call_student(exercise, student_fn, args(case), hint, forbidden)
+
+    if not attempted(exercise, call(cases[first])):
+        return
+    for case in cases:
+        check(case, call(case))
+    passed(exercise, success)

@@ -1,7 +1,4 @@
-"""Checkers of notebook 03's exercises: a masked softmax by hand, dot-product attention, the context vector.
-
-ATTENTION_LENGTHS are the source lengths of their cases. Introduced in notebook 03.
-"""
+"""Checkers of notebook 03's exercises: a masked softmax by hand, dot-product attention, the context vector."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,7 +6,7 @@ from collections.abc import Callable
 import torch
 
 from course_utils import data
-from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.exercises.contract import expect, run_cases
 
 ATTENTION_LENGTHS = ((5, 2, 4), (3, 3))  # a ragged batch (pads) and one without padding; S = max length
 MASKED_SOFTMAX_FORBIDDEN = ("torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
@@ -32,7 +29,6 @@ def _attention_cases(key_size: int = 6, seed: int = 0) -> list[tuple[torch.Tenso
 
 def _expect_tensor(exercise: str, got: object, shape: tuple[int, ...], what: str,
                    overflow_hint: str = OVERFLOW_HINT) -> None:
-    """Raise with a hint unless `got` is a finite float tensor of `shape`."""
     expect(isinstance(got, torch.Tensor), f"{exercise}: {what} must be a torch.Tensor, got {type(got).__name__}.")
     expect(tuple(got.shape) == shape, f"{exercise}: {what} has shape {tuple(got.shape)}, expected {shape}.")
     expect(got.is_floating_point() and bool(torch.isfinite(got).all()),
@@ -41,7 +37,6 @@ def _expect_tensor(exercise: str, got: object, shape: tuple[int, ...], what: str
 
 def _expect_weights(exercise: str, weights: object, expected: torch.Tensor, mask: torch.Tensor,
                     overflow_hint: str = OVERFLOW_HINT) -> None:
-    """Compare attention weights (B, S) with `expected`, with hints for the usual mistakes."""
     _expect_tensor(exercise, weights, tuple(expected.shape), "the weights", overflow_hint)
     expect(bool((weights[~mask] == 0).all()),
            f"{exercise}: padded positions got weight up to {weights.masked_fill(mask, 0).abs().max().item():.3g} "
@@ -57,11 +52,8 @@ def _expect_weights(exercise: str, weights: object, expected: torch.Tensor, mask
 
 
 def check_masked_softmax(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Check `student_fn(scores (B, S), mask (B, S) bool) -> weights (B, S)` against attention.masked_softmax:
-    rows sum to 1, pads exactly 0, also for large scores (exp would overflow) and a batch without padding.
-    The student writes the softmax: calling torch.softmax, F.softmax, Tensor.softmax, torch.special.softmax or
-    attention.masked_softmax fails the check. Introduced in notebook 03 (exercise: masked softmax by hand).
-    """
+    """Check `student_fn(scores (B, S), mask (B, S) bool) -> weights (B, S)` against attention.masked_softmax,
+    without any softmax function. Introduced in notebook 03 (exercise: masked softmax by hand)."""
     from course_utils.attention import masked_softmax
     exercise = "masked_softmax"
     hint = ("fill the pads' scores with float('-inf'), subtract each row's max, exp, divide by the row sums "
@@ -72,30 +64,24 @@ def check_masked_softmax(student_fn: Callable[[torch.Tensor, torch.Tensor], torc
     for _, _, mask in _attention_cases():
         scores = torch.randn(mask.shape, generator=generator) * 3  # (B, S)
         cases += [(scores, mask), (scores * 100, mask)]  # large scores: a naive exp() overflows to inf
-    if not attempted(exercise, call_student(exercise, student_fn, cases[0], hint, MASKED_SOFTMAX_FORBIDDEN)):
-        return
-    for scores, mask in cases:
-        got = call_student(exercise, student_fn, (scores, mask), hint, MASKED_SOFTMAX_FORBIDDEN)
-        _expect_weights(exercise, got, masked_softmax(scores, mask), mask, overflow_hint)
-    passed(exercise, f"rows sum to 1 and pads are exactly 0 on all {len(cases)} cases, large scores included.")
+    run_cases(exercise, student_fn, cases, hint,
+              lambda case, got: _expect_weights(exercise, got, masked_softmax(*case), case[1], overflow_hint),
+              f"rows sum to 1 and pads are exactly 0 on all {len(cases)} cases, large scores included.",
+              MASKED_SOFTMAX_FORBIDDEN)
 
 
 def check_dot_attention(student_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor],
                                              tuple[torch.Tensor, torch.Tensor]]) -> None:
     """Check `student_fn(query (B, K), keys (B, S, K), mask (B, S) bool) -> (context (B, K), weights (B, S))`
-    against attention.DotAttention (score q^T k, masked softmax, weighted sum of the keys). Calling
-    attention.DotAttention or ScaledDotAttention fails the check. Introduced in notebook 03 (exercise:
-    dot-product attention).
-    """
+    against attention.DotAttention. Introduced in notebook 03 (exercise: dot-product attention)."""
     from course_utils.attention import DotAttention, ScaledDotAttention
     exercise = "dot_attention"
     hint = ("scores = q^T k for every key (B, S), masked softmax over dim=-1, context = the weighted sum of the "
             "keys (B, K); write it without calling DotAttention or ScaledDotAttention")
     cases = _attention_cases()
-    if not attempted(exercise, call_student(exercise, student_fn, cases[0], hint, DOT_ATTENTION_FORBIDDEN)):
-        return
-    for query, keys, mask in cases:
-        got = call_student(exercise, student_fn, (query, keys, mask), hint, DOT_ATTENTION_FORBIDDEN)
+
+    def check(case: tuple, got: object) -> None:
+        query, keys, mask = case
         expect(isinstance(got, tuple) and len(got) == 2,
                f"{exercise}: return the pair (context, weights), got {type(got).__name__}.")
         context, weights = got
@@ -111,14 +97,15 @@ def check_dot_attention(student_fn: Callable[[torch.Tensor, torch.Tensor, torch.
         expect(torch.allclose(context, expected.context, atol=1e-5),
                f"{exercise}: the weights are right but the context is not. Hint: context[b] = sum over s of "
                f"weights[b, s] * keys[b, s], e.g. torch.bmm(weights.unsqueeze(1), keys).squeeze(1).")
-    passed(exercise, f"context and weights equal attention.DotAttention's on all {len(cases)} batches.")
+
+    run_cases(exercise, student_fn, cases, hint, check,
+              f"context and weights equal attention.DotAttention's on all {len(cases)} batches.",
+              DOT_ATTENTION_FORBIDDEN)
 
 
 def check_context(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Check `student_fn(weights (B, S), keys (B, S, K)) -> context (B, K)`, the weighted sum of the keys
-    (what torch.bmm(weights.unsqueeze(1), keys).squeeze(1) computes). Introduced in notebook 03 (exercise:
-    the context vector with torch.einsum).
-    """
+    """Check `student_fn(weights (B, S), keys (B, S, K)) -> context (B, K)`, the weighted sum of the keys.
+    Introduced in notebook 03 (exercise: the context vector with torch.einsum)."""
     from course_utils.attention import masked_softmax
     exercise = "context"
     hint = "sum over the source axis s of weights[b, s] * keys[b, s, k]: torch.einsum('bs,bsk->bk', ...)"
@@ -127,10 +114,9 @@ def check_context(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
     for _, keys, mask in _attention_cases(key_size=4, seed=1):
         weights = masked_softmax(torch.randn(mask.shape, generator=generator) * 2, mask)  # (B, S)
         cases.append((weights, keys))
-    if not attempted(exercise, call_student(exercise, student_fn, cases[0], hint)):
-        return
-    for weights, keys in cases:
-        got = call_student(exercise, student_fn, (weights, keys), hint)
+
+    def check(case: tuple, got: object) -> None:
+        weights, keys = case
         B, _, K = keys.shape
         _expect_tensor(exercise, got, (B, K), "the context")
         expected = torch.bmm(weights.unsqueeze(1), keys).squeeze(1)  # (B, 1, S) @ (B, S, K) -> (B, K)
@@ -139,5 +125,6 @@ def check_context(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tenso
                torch.allclose(got, uniform, atol=1e-5) or torch.allclose(got, keys.mean(1), atol=1e-5) else hint)
         expect(torch.allclose(got, expected, atol=1e-5),
                f"{exercise}: the context differs from the weighted sum of the keys. Hint: {why}.")
-    passed(exercise, f"your context equals torch.bmm(weights.unsqueeze(1), keys).squeeze(1) on all "
-                     f"{len(cases)} batches.")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your context equals "
+              f"torch.bmm(weights.unsqueeze(1), keys).squeeze(1) on all {len(cases)} batches.")

@@ -1,30 +1,25 @@
 """Checkers of notebook 04's exercises: Luong's general score and Bahdanau's additive score by hand, an attention
-module's parameters counted by hand.
-
-SCORE_SIZES and ATTENTION_PARAMETER_CASES are their cases. Introduced in notebook 04.
-"""
+module's parameters counted by hand."""
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
 
-from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.exercises.contract import expect, first_match, run_cases, shape_or_type
 
 SCORE_SIZES = ((2, 3, 5, 4, 6, 7), (1, 4, 4, 5, 5, 5))  # (B, T, S, Hq, K, A): all different; then a square case
 
 
 def _score_cases(seed: int = 10) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
-    """Seeded (query (B, T, Hq), keys (B, S, K), A) cases: first with every size different (a transposed weight
-    or a missing unsqueeze fails loudly there), then a square one (Hq == K == A, T == S) where such mistakes run
-    silently and only the values can tell."""
+    """Seeded (query (B, T, Hq), keys (B, S, K), A): every size different (wrong layouts fail loudly), then a square
+    case where only the values can tell."""
     generator = torch.Generator().manual_seed(seed)
     return [(torch.randn(B, T, Hq, generator=generator), torch.randn(B, S, K, generator=generator), A)
             for B, T, S, Hq, K, A in SCORE_SIZES]
 
 
 def _seeded_weights(module: torch.nn.Module, generator: torch.Generator) -> torch.nn.Module:
-    """Overwrite every parameter of `module` with seeded N(0, 0.5^2) values (the global random state is untouched)."""
     with torch.no_grad():
         for parameter in module.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.5)
@@ -32,10 +27,7 @@ def _seeded_weights(module: torch.nn.Module, generator: torch.Generator) -> torc
 
 
 def _scorer_cases(build: Callable[[int, int, int], torch.nn.Module], seed: int) -> list[tuple]:
-    """(query, keys, scorer) for every `_score_cases()` shape; scorer = build(Hq, K, A) with seeded weights.
-
-    The module is built inside fork_rng, so its own initialisation does not move the student's random state.
-    """
+    """(query, keys, build(Hq, K, A) with seeded weights) per `_score_cases()`; the student's random state kept."""
     generator = torch.Generator().manual_seed(seed)
     cases = []
     for query, keys, attention_size in _score_cases():
@@ -47,39 +39,33 @@ def _scorer_cases(build: Callable[[int, int, int], torch.nn.Module], seed: int) 
 
 def _expect_scores(exercise: str, got: object, expected: torch.Tensor, hint: str,
                    mistakes: dict[str, torch.Tensor]) -> None:
-    """Compare student scores with `expected` (B, T, S); name the mistake when `got` equals one of `mistakes`."""
     B, T, S = expected.shape
     expect(isinstance(got, torch.Tensor) and tuple(got.shape) == (B, T, S),
-           f"{exercise}: expected scores of shape (B, T, S) = {(B, T, S)}, got "
-           f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}. Hint: {hint}.")
+           f"{exercise}: expected scores of shape (B, T, S) = {(B, T, S)}, got {shape_or_type(got)}. Hint: {hint}.")
     if torch.allclose(got, expected, atol=1e-5):
         return
     if T == S:  # square: a (B, S, T) result has the right shape and the wrong layout
         mistakes = {**mistakes, "your scores are transposed, (B, S, T): row t must hold step t's scores for "
                                 "all S keys": expected.transpose(1, 2)}
-    for why, wrong in mistakes.items():
-        if wrong.shape == got.shape and torch.allclose(got, wrong, atol=1e-5):
-            raise AssertionError(f"{exercise}: {why}. Hint: {hint}.")
-    raise AssertionError(f"{exercise}: with (B, T, S) = {(B, T, S)} your scores differ from the module's by up to "
-                         f"{(got - expected).abs().max().item():.3g}. Hint: {hint}.")
+    why = first_match(got, mistakes, lambda got, wrong: wrong.shape == got.shape and torch.allclose(got, wrong,
+                                                                                                      atol=1e-5))
+    raise AssertionError(f"{exercise}: {why}. Hint: {hint}." if why else f"{exercise}: with (B, T, S) = {(B, T, S)} "
+                         f"your scores differ from the module's by up to {(got - expected).abs().max().item():.3g}. "
+                         f"Hint: {hint}.")
 
 
 def check_general_score(student_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Check `student_fn(query (B, T, Hq), keys (B, S, K), weight (K, Hq)) -> scores (B, T, S)`, Luong's general
-    score q^T W k, where `weight` is GeneralAttention's `linear.weight` (nn.Linear stores W^T: shape (K, Hq)),
-    against GeneralAttention.score. Introduced in notebook 04 (exercise: the general score by hand).
-    """
+    """Check `student_fn(query (B, T, Hq), keys (B, S, K), weight (K, Hq)) -> scores (B, T, S)`, Luong's q^T W k
+    with W = weight.T, against GeneralAttention.score. Introduced in notebook 04 (exercise: the general score)."""
     from course_utils.attention import GeneralAttention
     exercise = "general_score"
     hint = ("`weight` is nn.Linear's (K, Hq) matrix, so W = weight.T and q^T W k = (query @ weight.T) @ keys^T: "
             "torch.einsum('bth,kh,bsk->bts', query, weight, keys); return the raw scores (no softmax, no scaling)")
     cases = _scorer_cases(lambda query_size, key_size, _: GeneralAttention(query_size, key_size), seed=11)
-    if not attempted(exercise, call_student(exercise, student_fn, (cases[0][0], cases[0][1],
-                                                                   cases[0][2].linear.weight.detach()), hint)):
-        return
-    for query, keys, attention in cases:
+
+    def check(case: tuple, got: object) -> None:
+        query, keys, attention = case
         weight = attention.linear.weight.detach()  # (K, Hq)
-        got = call_student(exercise, student_fn, (query, keys, weight), hint)
         with torch.no_grad():
             expected = attention.score(query, keys, None)  # (B, T, S)
         mistakes = {"these are attention weights (after a softmax); the exercise asks for the scores":
@@ -90,14 +76,15 @@ def check_general_score(student_fn: Callable[[torch.Tensor, torch.Tensor, torch.
             mistakes["you used W = weight, not its transpose (nn.Linear stores (out, in) = (K, Hq))"] = \
                 query @ weight @ keys.transpose(1, 2)  # (B, T, Hq) @ (Hq, K) @ (B, K, S) -> (B, T, S)
         _expect_scores(exercise, got, expected, hint, mistakes)
-    passed(exercise, f"your scores equal GeneralAttention.score on all {len(cases)} cases (Hq != K included).")
+
+    run_cases(exercise, student_fn, cases, hint, check,
+              f"your scores equal GeneralAttention.score on all {len(cases)} cases (Hq != K included).",
+              args=lambda case: (case[0], case[1], case[2].linear.weight.detach()))
 
 
 def check_bahdanau_score(student_fn: Callable[..., torch.Tensor]) -> None:
     """Check `student_fn(query (B, T, Hq), keys (B, S, K), W (A, Hq), U (A, K), v (A,)) -> scores (B, T, S)`,
-    Bahdanau's additive score v^T tanh(W q + U k) (W, U as nn.Linear weights), against BahdanauAttention.score.
-    Introduced in notebook 04 (exercise: the additive score by hand).
-    """
+    v^T tanh(W q + U k), against BahdanauAttention.score. Introduced in notebook 04 (exercise: the additive score)."""
     from course_utils.attention import BahdanauAttention
     exercise = "bahdanau_score"
     hint = ("W q is query @ W.T (B, T, A), U k is keys @ U.T (B, S, A); add them as (B, T, 1, A) + (B, 1, S, A) "
@@ -108,11 +95,9 @@ def check_bahdanau_score(student_fn: Callable[..., torch.Tensor]) -> None:
         return (query, keys, attention.query_layer.weight.detach(), attention.key_layer.weight.detach(),
                 attention.energy_layer.weight.detach()[0])
 
-    if not attempted(exercise, call_student(exercise, student_fn, arguments(*cases[0]), hint)):
-        return
-    for query, keys, attention in cases:
-        _, _, W, U, v = arguments(query, keys, attention)
-        got = call_student(exercise, student_fn, arguments(query, keys, attention), hint)
+    def check(case: tuple, got: object) -> None:
+        query, keys, W, U, v = arguments(*case)
+        attention = case[2]
         with torch.no_grad():
             expected = attention.score(query, keys, attention.project_keys(keys))  # (B, T, S)
         summed = (query @ W.T).unsqueeze(2) + (keys @ U.T).unsqueeze(1)  # (B, T, S, A)
@@ -122,8 +107,9 @@ def check_bahdanau_score(student_fn: Callable[..., torch.Tensor]) -> None:
                     "these are attention weights (after a softmax); the exercise asks for the scores":
                         expected.softmax(-1)}
         _expect_scores(exercise, got, expected, hint, mistakes)
-    passed(exercise, f"your scores equal BahdanauAttention.score on all {len(cases)} cases (T != S and "
-                     f"Hq != K != A included).")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your scores equal BahdanauAttention.score on all "
+              f"{len(cases)} cases (T != S and Hq != K != A included).", args=lambda case: arguments(*case))
 
 
 ATTENTION_PARAMETER_CASES = (("bahdanau", 4, 6, 5), ("general", 4, 6, 5), ("concat", 4, 6, 5), ("dot", 6, 6, 5),
@@ -132,26 +118,23 @@ ATTENTION_PARAMETER_CASES = (("bahdanau", 4, 6, 5), ("general", 4, 6, 5), ("conc
 
 
 def check_attention_parameters(student_fn: Callable[[str, int, int, int], int]) -> None:
-    """Check `student_fn(kind, query_size, key_size, attention_size) -> int`, the number of parameters of
-    make_attention(kind, query_size, key_size, attention_size) counted by hand, against count_parameters.
-    Introduced in notebook 04 (exercise: count an attention module's parameters).
-    """
+    """Check `student_fn(kind, query_size, key_size, attention_size) -> int`, make_attention(...)'s parameters
+    counted by hand. Introduced in notebook 04 (exercise: count an attention module's parameters)."""
     from course_utils.attention import make_attention
     from course_utils.seq2seq import count_parameters
     exercise = "attention_parameters"
     hint = ("read the modules: bahdanau has W (A, Hq), U (A, K) and v (A); general one (K, Hq) matrix; concat "
             "W (A, Hq + K) and v (A); dot and scaled_dot none; no biases anywhere")
-    if not attempted(exercise, call_student(exercise, student_fn, ATTENTION_PARAMETER_CASES[0], hint)):
-        return
-    for kind, Hq, K, A in ATTENTION_PARAMETER_CASES:
-        got = call_student(exercise, student_fn, (kind, Hq, K, A), hint)
+
+    def check(case: tuple, got: object) -> None:
+        kind, Hq, K, A = case
         with torch.random.fork_rng():
             expected = count_parameters(make_attention(kind, Hq, K, A))
         expect(isinstance(got, int) or (isinstance(got, torch.Tensor) and got.numel() == 1),
                f"{exercise}: ({kind!r}, Hq={Hq}, K={K}, A={A}) gave {got!r}; return one whole number.")
         got = int(got)
         if got == expected:
-            continue
+            return
         mistakes = {"the scorers have no biases (bias=False, as in the papers)":
                         {"bahdanau": expected + 2 * A + 1, "general": expected + K, "concat": expected + A + 1},
                     "you forgot v, the energy vector of A entries that turns tanh(...) into one score":
@@ -160,8 +143,10 @@ def check_attention_parameters(student_fn: Callable[[str, int, int, int], int]) 
                         {"concat": A * Hq + A},
                     "dot and scaled_dot compare q and k directly: they have no parameters":
                         {"dot": Hq * K, "scaled_dot": Hq * K}}
-        specific = [why for why, wrong in mistakes.items() if wrong.get(kind) == got]
+        why = first_match(got, mistakes, lambda got, wrong: wrong.get(kind) == got)
         raise AssertionError(f"{exercise}: ({kind!r}, Hq={Hq}, K={K}, A={A}) gave {got:,}, expected {expected:,}. "
-                             f"Hint: {(specific or [hint])[0]}.")
-    passed(exercise, f"your counts equal count_parameters(make_attention(...)) on all "
-                     f"{len(ATTENTION_PARAMETER_CASES)} cases (every kind, small and lecture-sized).")
+                             f"Hint: {why or hint}.")
+
+    run_cases(exercise, student_fn, ATTENTION_PARAMETER_CASES, hint, check, f"your counts equal "
+              f"count_parameters(make_attention(...)) on all {len(ATTENTION_PARAMETER_CASES)} cases (every kind, "
+              f"small and lecture-sized).")

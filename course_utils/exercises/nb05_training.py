@@ -1,18 +1,15 @@
 """Checkers of notebook 05's exercises: the masked loss by hand, greedy decoding by hand, perplexity from the
-batch losses.
-
-MASKED_NLL_LENGTHS, GREEDY_SOURCES, GREEDY_MAX_LENGTH and PERPLEXITY_CASES are their cases. Introduced in
-notebook 05.
-"""
+batch losses."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
 import torch
 
 from course_utils import data
-from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.exercises.contract import expect, first_match, run_cases
 from course_utils.vocab import EOS_ID, PAD_ID, SOS_ID
 
 MASKED_NLL_FORBIDDEN = ("course_utils.loss.masked_nll_loss", "torch.nn.functional.nll_loss",
@@ -37,22 +34,17 @@ def _masked_nll_cases(vocab_size: int = 9, seed: int = 10) -> list[tuple[torch.T
 
 
 def check_masked_nll(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Check `student_fn(log_probs (B, T, V), tgt (B, T)) -> loss` (a scalar), the mean negative log-probability of
-    the real target tokens (positions where tgt == PAD_ID ignored), against loss.masked_nll_loss, on ragged
-    batches and one without padding. The student writes it from the log-probabilities: calling
-    loss.masked_nll_loss, F.nll_loss or F.cross_entropy fails the check. Introduced in notebook 05 (exercise:
-    the masked loss by hand).
-    """
+    """Check `student_fn(log_probs (B, T, V), tgt (B, T)) -> scalar`, the mean NLL of the non-PAD targets, against
+    loss.masked_nll_loss, without calling a loss function. Introduced in notebook 05 (exercise: the masked loss)."""
     from course_utils.loss import masked_nll_loss
     exercise = "masked_nll"
     cases = _masked_nll_cases()
     hint = ("pick each position's gold log-probability (log_probs.gather(-1, tgt.unsqueeze(-1)), shape (B, T, 1)), "
             "keep the positions where tgt != PAD_ID, and return MINUS their sum divided by their count; write it "
             "without calling masked_nll_loss, F.nll_loss or F.cross_entropy")
-    if not attempted(exercise, call_student(exercise, student_fn, cases[0], hint, MASKED_NLL_FORBIDDEN)):
-        return
-    for log_probs, tgt in cases:
-        got = call_student(exercise, student_fn, (log_probs, tgt), hint, MASKED_NLL_FORBIDDEN)
+
+    def check(case: tuple, got: object) -> None:
+        log_probs, tgt = case
         expect(isinstance(got, (float, torch.Tensor)) and torch.as_tensor(got).numel() == 1,
                f"{exercise}: you returned {got!r}; expected one number (a scalar tensor). Hint: {hint}.")
         got, expected = float(got), float(masked_nll_loss(log_probs, tgt))
@@ -71,15 +63,15 @@ def check_masked_nll(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Te
             "the loss is MINUS the log-probability (log-probabilities are <= 0, the loss >= 0)":
                 float(masked_gold.sum() / real.sum()),
         }
-        if not math.isclose(got, expected, rel_tol=1e-5, abs_tol=1e-6):
-            specific = [why for why, value in mistakes.items()
-                        if not math.isclose(value, expected, rel_tol=1e-5, abs_tol=1e-6)
-                        and math.isclose(got, value, rel_tol=1e-5, abs_tol=1e-6)]
+        close = functools.partial(math.isclose, rel_tol=1e-5, abs_tol=1e-6)
+        if not close(got, expected):
+            why = first_match(got, mistakes, lambda got, value: not close(value, expected) and close(got, value))
             raise AssertionError(f"{exercise}: with target lengths {real.sum(1).tolist()} (tgt shape "
                                  f"{tuple(tgt.shape)}) you gave {got:.6f}, expected {expected:.6f}. Hint: "
-                                 f"{(specific or [hint])[0]}.")
-    passed(exercise, f"your loss equals loss.masked_nll_loss on all {len(cases)} batches (ragged ones and one "
-                     f"without padding).")
+                                 f"{why or hint}.")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your loss equals loss.masked_nll_loss on all {len(cases)} "
+              f"batches (ragged ones and one without padding).", MASKED_NLL_FORBIDDEN)
 
 
 GREEDY_SOURCES = ((4, 5, 6, 7), (8, 9, 10, 11, 5, 6), (7,), (11, 10, 9, 8, 7, 6, 5, 4), (5, 5, 9),
@@ -88,10 +80,8 @@ GREEDY_MAX_LENGTH = 7  # the output cap (EOS included) of the exercise
 
 
 def _greedy_model():
-    """A seeded tiny Seq2Seq (Bahdanau attention, V = 10) in eval mode, with weights scaled up so its argmaxes are
-    clear-cut. PAD and SOS get a very low output bias, so a plain argmax never picks them (greedy_decode forbids
-    them anyway), and EOS a higher one, so that on GREEDY_SOURCES some outputs end with EOS before the cap and
-    others are cut by it (tests/test_exercises.py checks both happen)."""
+    """A seeded tiny Seq2Seq (Bahdanau, V = 10) in eval mode with clear-cut argmaxes: PAD and SOS never picked, EOS
+    favoured so that some GREEDY_SOURCES end with EOS before the cap and others are cut by it."""
     from course_utils.seq2seq import ModelConfig, Seq2Seq
     with torch.random.fork_rng():  # seeded weights without touching the student's random state
         torch.manual_seed(14)
@@ -120,12 +110,8 @@ def _greedy_cases() -> list[tuple[torch.Tensor, list[int]]]:
 
 
 def check_greedy_decode(student_fn: Callable[..., list[int]]) -> None:
-    """Check `student_fn(model, src_ids (S,), max_length) -> list of output ids`, greedy decoding written as a
-    loop over model.encode and model.decoder.step (start from SOS, feed back each argmax, stop after EOS or
-    max_length tokens, EOS included in the output), against search.greedy_decode on a seeded tiny model.
-    Calling search.greedy_decode or search.beam_search fails the check. Introduced in notebook 05 (exercise:
-    greedy decoding by hand).
-    """
+    """Check `student_fn(model, src_ids (S,), max_length) -> output ids (EOS included)`, a loop over
+    model.decoder.step, against search.greedy_decode. Introduced in notebook 05 (exercise: greedy decoding)."""
     exercise = "greedy_decode"
     model, cases = _greedy_model(), _greedy_cases()
     hint = ("memory, state = model.encode(src_ids.unsqueeze(0), torch.tensor([len(src_ids)])); start with "
@@ -133,21 +119,19 @@ def check_greedy_decode(student_fn: Callable[..., list[int]]) -> None:
             "prev = out.log_probs.argmax(-1), state = out.state; append prev.item(); stop after EOS_ID or "
             "max_length tokens; write the loop yourself, without calling greedy_decode or beam_search")
 
-    def call(src_ids: torch.Tensor) -> object:
+    def student(*args: object) -> object:
         with torch.no_grad():
-            got = call_student(exercise, student_fn, (model, src_ids, GREEDY_MAX_LENGTH), hint, GREEDY_FORBIDDEN)
+            got = student_fn(*args)
         return got.tolist() if isinstance(got, torch.Tensor) else got
 
-    if not attempted(exercise, call(cases[0][0])):
-        return
-    for src_ids, expected in cases:
-        got = call(src_ids)
+    def check(case: tuple, got: object) -> None:
+        src_ids, expected = case
         expect(isinstance(got, (list, tuple)) and all(isinstance(i, int) for i in got),
                f"{exercise}: you returned {got!r}; expected a list of int ids (use .item() or .tolist()). "
                f"Hint: {hint}.")
         got = list(got)
         if got == expected:
-            continue
+            return
         why = hint
         if got and got[0] == SOS_ID:
             why = "the output starts AFTER <sos>: SOS is the first input, not an output token"
@@ -161,8 +145,10 @@ def check_greedy_decode(student_fn: Callable[..., list[int]]) -> None:
                    "(state = out.state) into the next step")
         raise AssertionError(f"{exercise}: for src_ids {src_ids.tolist()} you produced {got}, greedy_decode "
                              f"produced {expected}. Hint: {why}.")
-    passed(exercise, f"your loop equals search.greedy_decode on all {len(cases)} sentences (ending with EOS or "
-                     f"cut at max_length = {GREEDY_MAX_LENGTH}).")
+
+    run_cases(exercise, student, cases, hint, check, f"your loop equals search.greedy_decode on all {len(cases)} "
+              f"sentences (ending with EOS or cut at max_length = {GREEDY_MAX_LENGTH}).", GREEDY_FORBIDDEN,
+              args=lambda case: (model, case[0], GREEDY_MAX_LENGTH))
 
 
 PERPLEXITY_CASES = (  # (mean NLL per token of each batch, real target tokens of each batch)
@@ -173,18 +159,14 @@ PERPLEXITY_CASES = (  # (mean NLL per token of each batch, real target tokens of
 
 
 def check_perplexity(student_fn: Callable[[list[float], list[int]], float]) -> None:
-    """Check `student_fn(batch_losses, batch_tokens) -> float`: the perplexity of a whole set from per-batch mean
-    losses (NLL per real token, natural log) and each batch's number of real target tokens,
-    exp(sum(loss_i * n_i) / sum(n_i)). Introduced in notebook 05 (exercise: perplexity from the loss).
-    """
+    """Check `student_fn(batch_losses, batch_tokens) -> float`, exp(sum(loss_i * n_i) / sum(n_i)) from per-batch mean
+    NLLs and token counts. Introduced in notebook 05 (exercise: perplexity from the loss)."""
     exercise = "perplexity"
     hint = ("perplexity = exp(mean NLL per token over the whole set); that mean weights each batch's loss by its "
             "number of tokens: exp(sum(loss * n) / sum(n))")
-    losses, tokens = PERPLEXITY_CASES[0]
-    if not attempted(exercise, call_student(exercise, student_fn, (list(losses), list(tokens)), hint)):
-        return
-    for losses, tokens in PERPLEXITY_CASES:
-        got = call_student(exercise, student_fn, (list(losses), list(tokens)), hint)
+
+    def check(case: tuple, got: object) -> None:
+        losses, tokens = case
         expect(isinstance(got, (float, int, torch.Tensor)) and torch.as_tensor(got).numel() == 1,
                f"{exercise}: you returned {got!r}; expected one number. Hint: {hint}.")
         got = float(got)
@@ -199,8 +181,10 @@ def check_perplexity(student_fn: Callable[[list[float], list[int]], float]) -> N
             "the perplexity is exp of the MEAN loss, not the loss itself": mean_loss,
         }
         if not math.isclose(got, expected, rel_tol=1e-6):
-            specific = [why for why, value in mistakes.items()
-                        if not math.isclose(value, expected, rel_tol=1e-6) and math.isclose(got, value, rel_tol=1e-6)]
+            why = first_match(got, mistakes, lambda got, value: not math.isclose(value, expected, rel_tol=1e-6)
+                              and math.isclose(got, value, rel_tol=1e-6))
             raise AssertionError(f"{exercise}: for losses {losses} over {tokens} tokens you gave {got:.4f}, "
-                                 f"expected {expected:.4f}. Hint: {(specific or [hint])[0]}.")
-    passed(exercise, f"right on all {len(PERPLEXITY_CASES)} sets of batches (unequal token counts included).")
+                                 f"expected {expected:.4f}. Hint: {why or hint}.")
+
+    run_cases(exercise, student_fn, PERPLEXITY_CASES, hint, check, f"right on all {len(PERPLEXITY_CASES)} sets of "
+              f"batches (unequal token counts included).", args=lambda case: (list(case[0]), list(case[1])))

@@ -1,6 +1,5 @@
 """Checkers of notebook 06's exercises: per-step attention entropy by hand, the argmax alignment, the diagonal
-deviation by hand. Introduced in notebook 06.
-"""
+deviation by hand."""
 from __future__ import annotations
 
 import math
@@ -8,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.exercises.contract import expect, run_cases, shape_or_type
 
 ENTROPY_FORBIDDEN = ("course_utils.metrics.attention_entropy",)
 
@@ -26,25 +25,19 @@ def _attention_maps(seed: int = 7) -> list[torch.Tensor]:
 
 
 def check_attention_entropy(student_fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """Check `student_fn(weights (T, S)) -> entropy (T,)`, the entropy in nats of each output step's attention,
-    H_t = -sum_j w_tj log w_tj (0 log 0 = 0), against metrics.attention_entropy; the cases include T != S, exact
-    zeros and a one-hot row. Calling metrics.attention_entropy fails the check. Introduced in notebook 06
-    (exercise: per-step entropy by hand).
-    """
+    """Check `student_fn(weights (T, S)) -> entropy (T,)` in nats against metrics.attention_entropy, without
+    calling it. Introduced in notebook 06 (exercise: per-step entropy by hand)."""
     from course_utils.metrics import attention_entropy
     exercise = "attention_entropy"
     cases = _attention_maps()
     hint = ("H_t = -(w_t * log w_t).sum() over the source axis (dim=-1), natural log, one number per output step; "
             "write it without calling metrics.attention_entropy")
-    if not attempted(exercise, call_student(exercise, student_fn, (cases[0],), hint, ENTROPY_FORBIDDEN)):
-        return
-    for weights in cases:
-        got = call_student(exercise, student_fn, (weights,), hint, ENTROPY_FORBIDDEN)
+
+    def check(weights: torch.Tensor, got: object) -> None:
         expected = attention_entropy(weights)  # (T,)
         T, S = weights.shape
         expect(isinstance(got, torch.Tensor) and tuple(got.shape) == (T,),
-               f"{exercise}: weights of shape (T={T}, S={S}) gave "
-               f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}, expected a tensor "
+               f"{exercise}: weights of shape (T={T}, S={S}) gave {shape_or_type(got)}, expected a tensor "
                f"of shape ({T},). Hint: {hint}.")
         got = got.double()
         expect(bool(torch.isfinite(got).all()),
@@ -58,24 +51,23 @@ def check_attention_entropy(student_fn: Callable[[torch.Tensor], torch.Tensor]) 
         expect(torch.allclose(got, expected.double(), atol=1e-4),
                f"{exercise}: for weights of shape (T={T}, S={S}) you gave {[round(x, 4) for x in got.tolist()]}, "
                f"expected {[round(x, 4) for x in expected.tolist()]}. Hint: {hint}.")
-    passed(exercise, f"your entropies equal metrics.attention_entropy on all {len(cases)} maps (T != S, exact "
-                     f"zeros and a one-hot row included).")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your entropies equal metrics.attention_entropy on all "
+              f"{len(cases)} maps (T != S, exact zeros and a one-hot row included).", ENTROPY_FORBIDDEN,
+              args=lambda weights: (weights,))
 
 
 def check_argmax_alignment(student_fn: Callable[[torch.Tensor, list[str]], list[str]]) -> None:
-    """Check `student_fn(weights (T, S), source_tokens (S,)) -> list of T source tokens`: for each output step the
-    source token with the largest attention weight (the "hard" alignment read off a heatmap).
-    Introduced in notebook 06 (exercise: which source word does each output word look at?).
-    """
+    """Check `student_fn(weights (T, S), source_tokens (S,)) -> T tokens`, each step's most attended source token.
+    Introduced in notebook 06 (exercise: which source word does each output word look at?)."""
     exercise = "argmax_alignment"
     cases = _attention_maps(seed=8)
     hint = ("one answer per output step (row t): the source token at weights[t].argmax(); argmax over the source "
             "axis, dim=-1, then index source_tokens with it")
     sources = [[f"w{j}" for j in range(weights.shape[1] - 1)] + ["<eos>"] for weights in cases]
-    if not attempted(exercise, call_student(exercise, student_fn, (cases[0], list(sources[0])), hint)):
-        return
-    for weights, tokens in zip(cases, sources, strict=True):
-        got = call_student(exercise, student_fn, (weights, list(tokens)), hint)
+
+    def check(case: tuple, got: object) -> None:
+        weights, tokens = case
         expect(not isinstance(got, torch.Tensor),
                f"{exercise}: you returned a tensor ({got.tolist() if isinstance(got, torch.Tensor) else got}); return "
                f"the source TOKENS, e.g. [source_tokens[j] for j in indices.tolist()]. Hint: {hint}.")
@@ -87,23 +79,22 @@ def check_argmax_alignment(student_fn: Callable[[torch.Tensor, list[str]], list[
         expect(list(got) == expected,
                f"{exercise}: for weights of shape (T={T}, S={S}) you gave {list(got)}, expected {expected}. "
                f"Hint: {hint}.")
-    passed(exercise, f"your alignments are right on all {len(cases)} maps (T < S, T > S and T == S).")
+
+    run_cases(exercise, student_fn, list(zip(cases, sources, strict=True)), hint, check,
+              f"your alignments are right on all {len(cases)} maps (T < S, T > S and T == S).",
+              args=lambda case: (case[0], list(case[1])))
 
 
 def check_diagonal_deviation(student_fn: Callable[[torch.Tensor], float]) -> None:
-    """Check `student_fn(weights (T, S)) -> float` against metrics.diagonal_deviation: the mean over output steps of
-    sum_j w_tj |q_j - p_t|, with cell-centre positions p_t = (t + 0.5) / T and q_j = (j + 0.5) / S.
-    Introduced in notebook 06 (exercise: diagonal deviation by hand).
-    """
+    """Check `student_fn(weights (T, S)) -> float`, mean_t sum_j w_tj |q_j - p_t| with cell-centre positions,
+    against metrics.diagonal_deviation. Introduced in notebook 06 (exercise: diagonal deviation by hand)."""
     from course_utils.metrics import diagonal_deviation
     exercise = "diagonal_deviation"
     cases = _attention_maps(seed=9) + [torch.eye(5)]  # (T, S) maps; the identity lies on the diagonal: 0
     hint = ("relative positions of the cell centres, p_t = (t + 0.5) / T and q_j = (j + 0.5) / S; the distance "
             "|q_j - p_t| weighted by w_tj, summed over j, averaged over the T steps")
-    if not attempted(exercise, call_student(exercise, student_fn, (cases[0],), hint)):
-        return
-    for weights in cases:
-        got = call_student(exercise, student_fn, (weights,), hint)
+
+    def check(weights: torch.Tensor, got: object) -> None:
         T, S = weights.shape
         expect(isinstance(got, (float, int, torch.Tensor)) and torch.as_tensor(got).numel() == 1,
                f"{exercise}: you returned {got!r}; expected one number for the whole (T, S) map. Hint: {hint}.")
@@ -121,5 +112,6 @@ def check_diagonal_deviation(student_fn: Callable[[torch.Tensor], float]) -> Non
             raise AssertionError(f"{exercise}: you summed over the output steps. Hint: average over them (mean).")
         expect(math.isclose(got, expected, abs_tol=1e-6),
                f"{exercise}: for a (T={T}, S={S}) map you gave {got:.6f}, expected {expected:.6f}. Hint: {hint}.")
-    passed(exercise, f"your deviation equals metrics.diagonal_deviation on all {len(cases)} maps "
-                     f"(T != S included, and 0 for the identity).")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your deviation equals metrics.diagonal_deviation on all "
+              f"{len(cases)} maps (T != S included, and 0 for the identity).", args=lambda weights: (weights,))

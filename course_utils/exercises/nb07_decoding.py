@@ -1,6 +1,5 @@
 """Checkers of notebook 07's exercises: the sampling distribution (temperature and top-k), one beam-search step,
-and unknown-word replacement by attention. Introduced in notebook 07.
-"""
+and unknown-word replacement by attention."""
 from __future__ import annotations
 
 import math
@@ -8,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.exercises.contract import expect, run_cases, shape_or_type
 from course_utils.search import beam_step
 
 BEAM_STEP_CASES = ((1, 3), (3, 3), (4, 2), (2, 1))  # (open hypotheses N, open slots): the beam shrinks as some end
@@ -35,24 +34,20 @@ def _sampling_distribution(log_probs: torch.Tensor, temperature: float, top_k: i
 
 
 def check_sampling_distribution(student_fn: Callable[..., torch.Tensor]) -> None:
-    """Check `student_fn(log_probs (B, V), temperature, top_k) -> probs (B, V)`: the distribution `sample_decode`
-    draws from, softmax(log_probs / temperature) with every token outside the top_k most probable at probability 0
-    (top_k None: no cut). Introduced in notebook 07 (exercise: temperature and top-k by hand).
-    """
+    """Check `student_fn(log_probs (B, V), temperature, top_k) -> probs (B, V)`, the distribution `sample_decode`
+    draws from. Introduced in notebook 07 (exercise: temperature and top-k by hand)."""
     exercise = "sampling_distribution"
     hint = ("divide the log-probabilities by the temperature, set every entry below the k-th largest of its row to "
             "-inf (scaled.topk(k, dim=-1).values[:, -1:]), then softmax over the vocabulary axis (dim=-1)")
     log_probs = _log_probs(3, seed=21)  # (B, V)
-    if not attempted(exercise, call_student(exercise, student_fn, (log_probs, *SAMPLING_SETTINGS[0]), hint)):
-        return
-    for temperature, top_k in SAMPLING_SETTINGS:
-        got = call_student(exercise, student_fn, (log_probs, temperature, top_k), hint)
+
+    def check(case: tuple, got: object) -> None:
+        temperature, top_k = case
         expected = _sampling_distribution(log_probs, temperature, top_k)
         setting = f"temperature={temperature}, top_k={top_k}"
         expect(isinstance(got, torch.Tensor) and got.shape == expected.shape,
                f"{exercise}: for log_probs of shape {tuple(log_probs.shape)} ({setting}) you returned "
-               f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}, expected a tensor of "
-               f"shape {tuple(expected.shape)}. Hint: {hint}.")
+               f"{shape_or_type(got)}, expected a tensor of shape {tuple(expected.shape)}. Hint: {hint}.")
         got = got.float()
         if not torch.allclose(got, expected, atol=1e-5):
             if torch.allclose(got, _sampling_distribution(log_probs * temperature * temperature, temperature, top_k),
@@ -66,16 +61,15 @@ def check_sampling_distribution(student_fn: Callable[..., torch.Tensor]) -> None
             raise AssertionError(f"{exercise}: ({setting}) your first row is {[round(x, 4) for x in got[0].tolist()]}"
                                  f", expected {[round(x, 4) for x in expected[0].tolist()]} (tokens kept per row: "
                                  f"{kept}). Hint: {hint}.")
-    passed(exercise, f"your distributions equal sample_decode's for all {len(SAMPLING_SETTINGS)} settings "
-                     "(top_k=1 leaves one token: greedy).")
+
+    run_cases(exercise, student_fn, SAMPLING_SETTINGS, hint, check, f"your distributions equal sample_decode's for "
+              f"all {len(SAMPLING_SETTINGS)} settings (top_k=1 leaves one token: greedy).",
+              args=lambda setting: (log_probs, *setting))
 
 
 def check_beam_step(student_fn: Callable[..., tuple]) -> None:
     """Check `student_fn(alive_log_probs (N,), step_log_probs (N, V), open_slots) -> (top_log_probs (n,),
-    parents (n,), tokens (n,))`, one step of search.beam_search: score all N x V extensions by total log-probability
-    and keep the `open_slots` best, best first; parents[i] is the hypothesis extended, tokens[i] the new token.
-    Introduced in notebook 07 (exercise: one beam step).
-    """
+    parents (n,), tokens (n,))`, one step of search.beam_search. Introduced in notebook 07 (exercise: one beam step)."""
     exercise = "beam_step"
     hint = ("candidates = (alive_log_probs[:, None] + step_log_probs).reshape(-1), shape (N * V,); "
             "values, index = candidates.topk(open_slots); parent = index // V, token = index % V")
@@ -83,10 +77,9 @@ def check_beam_step(student_fn: Callable[..., tuple]) -> None:
     for seed, (rows, slots) in enumerate(BEAM_STEP_CASES):
         alive = -torch.rand(rows, generator=torch.Generator().manual_seed(30 + seed)) * 3  # (N,) log P of prefixes
         cases.append((alive, _log_probs(rows, seed=40 + seed), slots))
-    if not attempted(exercise, call_student(exercise, student_fn, cases[0], hint)):
-        return
-    for alive, step_log_probs, slots in cases:
-        got = call_student(exercise, student_fn, (alive, step_log_probs, slots), hint)
+
+    def check(case: tuple, got: object) -> None:
+        alive, step_log_probs, slots = case
         expected = beam_step(alive, step_log_probs, slots)
         where = f"N={len(alive)} open hypotheses, V={VOCAB}, open_slots={slots}"
         expect(isinstance(got, (tuple, list)) and len(got) == 3,
@@ -109,13 +102,13 @@ def check_beam_step(student_fn: Callable[..., tuple]) -> None:
                and tokens.tolist() == expected[2].tolist(),
                f"{exercise}: ({where}) you kept (parent, token) {list(zip(parents.tolist(), tokens.tolist()))}, "
                f"expected {list(zip(expected[1].tolist(), expected[2].tolist()))} (best first). Hint: {hint}.")
-    passed(exercise, f"your step equals search.beam_search's on all {len(cases)} cases (a first step with N=1, and "
-                     "a beam that shrank after hypotheses ended).")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your step equals search.beam_search's on all {len(cases)} "
+              "cases (a first step with N=1, and a beam that shrank after hypotheses ended).")
 
 
 def _replace_cases() -> list[tuple[list[str], list[str], torch.Tensor]]:
-    """(output tokens, source tokens, attention (T, S)): two <unk>, one <unk> whose row peaks on <eos>, one whose
-    row peaks on ".", no <unk>."""
+    """(output tokens, source tokens, attention (T, S)): two <unk>, an <unk> row peaking on <eos>, one on ".", none."""
     generator = torch.Generator().manual_seed(50)
     source = ["il", "a", "vu", "zorglub", "a", "paris", ".", "<eos>"]
     outputs = [["he", "saw", "<unk>", "in", "<unk>", ".", "<eos>"], ["<unk>", "is", "here", ".", "<eos>"],
@@ -136,21 +129,15 @@ def _replaced(output: list[str], source: list[str], attention: torch.Tensor, all
 
 
 def check_replace_unknown(student_fn: Callable[..., list[str]]) -> None:
-    """Check `student_fn(output_tokens, source_tokens, attention (T, S)) -> list of T tokens`: each "<unk>" replaced
-    by the source WORD its attention row weights most (the final "<eos>" and punctuation, tokens without a letter or
-    digit, left out); other tokens unchanged. Calling translate.replace_unknown_words fails the check.
-    Introduced in notebook 07 (exercise: the rare-word trick by hand).
-    """
+    """Check `student_fn(output_tokens, source_tokens, attention (T, S)) -> T tokens`, each "<unk>" replaced by the
+    most attended source word. Introduced in notebook 07 (exercise: the rare-word trick by hand)."""
     exercise = "replace_unknown"
     hint = ("words = the positions j < S - 1 whose token has a letter or digit; for each t with output_tokens[t] == "
             "'<unk>': j = words[attention[t, words].argmax()], then source_tokens[j]; keep the other tokens")
     cases = _replace_cases()
-    first = cases[0]
-    if not attempted(exercise, call_student(exercise, student_fn, (list(first[0]), list(first[1]), first[2]), hint,
-                                            REPLACE_FORBIDDEN)):
-        return
-    for output, source, attention in cases:
-        got = call_student(exercise, student_fn, (list(output), list(source), attention), hint, REPLACE_FORBIDDEN)
+
+    def check(case: tuple, got: object) -> None:
+        output, source, attention = case
         words = [j for j in range(len(source) - 1) if any(character.isalnum() for character in source[j])]
         expected = _replaced(output, source, attention, words)
         expect(isinstance(got, (list, tuple)) and len(got) == len(output),
@@ -164,5 +151,7 @@ def check_replace_unknown(student_fn: Callable[..., list[str]]) -> None:
             raise AssertionError(f"{exercise}: for {output} you copied '<eos>'. Hint: leave the source <eos> out of "
                                  "the argmax (attention[t, :-1]); it is no word to copy.")
         expect(got == expected, f"{exercise}: for {output} you gave {got}, expected {expected}. Hint: {hint}.")
-    passed(exercise, f"your replacement equals translate.replace_unknown_words on all {len(cases)} outputs (rows "
-                     "that peak on <eos> or on '.', and an output without <unk>, included).")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your replacement equals translate.replace_unknown_words on "
+              f"all {len(cases)} outputs (rows that peak on <eos> or on '.', and an output without <unk>, included).",
+              REPLACE_FORBIDDEN, args=lambda case: (list(case[0]), list(case[1]), case[2]))

@@ -1,6 +1,5 @@
 """Checkers of notebook 08's exercises: the sparsity term over the words only, the rationale's precision and
-recall, a bag-of-words classifier's logits by hand. Introduced in notebook 08.
-"""
+recall, a bag-of-words classifier's logits by hand."""
 from __future__ import annotations
 
 import math
@@ -9,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from course_utils.data import lengths_to_mask
-from course_utils.exercises.contract import attempted, call_student, expect, passed
+from course_utils.exercises.contract import attempted, call_student, expect, passed, run_cases, shape_or_type
 
 SPARSITY_LENGTHS = ((4, 2, 3), (5,), (1, 6))  # sentence lengths of each case: unequal, so per-sentence matters
 RATIONALE_FORBIDDEN = ("course_utils.metrics.rationale_scores",)
@@ -23,7 +22,7 @@ def _number(got: object) -> float | None:
 
 
 def _sparsity_cases(seed: int = 11) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(gates (B, S), mask (B, S)) with gates on the padding too (the sigmoid's raw output, before any masking)."""
+    """(gates (B, S), mask (B, S)), gates on the padding too (the sigmoid's raw output)."""
     generator = torch.Generator().manual_seed(seed)
     cases = []
     for lengths in SPARSITY_LENGTHS:
@@ -34,18 +33,16 @@ def _sparsity_cases(seed: int = 11) -> list[tuple[torch.Tensor, torch.Tensor]]:
 
 
 def check_sparsity(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
-    """Check `student_fn(gates (B, S), mask (B, S)) -> scalar`: the mean over sentences of the fraction of each
-    sentence's words kept, sum_s gates * mask / length, the fixed form of the lecture's sparsity term.
-    Introduced in notebook 08 (exercise: the sparsity term, over the words only).
-    """
+    """Check `student_fn(gates (B, S), mask (B, S)) -> scalar`, the mean over sentences of their fraction of words
+    kept. Introduced in notebook 08 (exercise: the sparsity term, over the words only)."""
     exercise = "sparsity"
     cases = _sparsity_cases()
     hint = ("per sentence: (gates * mask).sum(dim=1) / mask.sum(dim=1), the fraction of its words kept; then the "
             "mean over the B sentences")
-    if not attempted(exercise, call_student(exercise, student_fn, cases[0], hint)):
-        return
-    for gates, mask in cases:
-        got = _number(call_student(exercise, student_fn, (gates, mask), hint))
+
+    def check(case: tuple, got: object) -> None:
+        gates, mask = case
+        got = _number(got)
         expect(got is not None, f"{exercise}: return one number (a scalar tensor) for the whole batch. Hint: {hint}.")
         expected = float(((gates * mask).sum(1) / mask.sum(1)).mean())
         mistakes = {  # what a typical mistake computes -> the hint that fixes it
@@ -62,12 +59,13 @@ def check_sparsity(student_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tens
         expect(math.isclose(got, expected, abs_tol=1e-5),
                f"{exercise}: with lengths {mask.sum(1).tolist()} you gave {got:.5f}, expected {expected:.5f}. "
                f"Hint: {hint}.")
-    passed(exercise, f"your term equals the package's form on all {len(cases)} batches (unequal lengths, gates on "
-                     f"the padding ignored).")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your term equals the package's form on all {len(cases)} "
+              f"batches (unequal lengths, gates on the padding ignored).")
 
 
 def _rationale_cases() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """(selected, gold, mask), (B, S) bool each: a selected pad and a sentence without gold that selects words."""
+    """(selected, gold, mask), (B, S) each: a selected pad and a sentence without gold that selects words."""
     t = torch.tensor
     return [
         (t([[1, 1, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]]), t([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]]),
@@ -80,18 +78,15 @@ def _rationale_cases() -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
 
 def check_rationale_precision_recall(student_fn: Callable[..., tuple[float, float]]) -> None:
     """Check `student_fn(selected, gold, mask) -> (precision, recall)` ((B, S) bool each) against
-    metrics.rationale_scores: counted over words (not padding) of the sentences that have a gold word.
-    Calling metrics.rationale_scores fails the check. Introduced in notebook 08 (exercise: rationale metrics).
-    """
+    metrics.rationale_scores, without calling it. Introduced in notebook 08 (exercise: rationale metrics)."""
     from course_utils.metrics import rationale_scores
     exercise = "rationale_precision_recall"
     cases = [tuple(x.bool() for x in case) for case in _rationale_cases()]
     hint = ("keep the words only (selected & mask) of the sentences with a gold word (gold.any(dim=1)); precision "
             "= hits / selected, recall = hits / gold, with hits = (selected & gold).sum()")
-    if not attempted(exercise, call_student(exercise, student_fn, cases[0], hint, RATIONALE_FORBIDDEN)):
-        return
-    for selected, gold, mask in cases:
-        got = call_student(exercise, student_fn, (selected, gold, mask), hint, RATIONALE_FORBIDDEN)
+
+    def check(case: tuple, got: object) -> None:
+        selected, gold, mask = case
         expect(isinstance(got, (tuple, list)) and len(got) == 2 and all(_number(x) is not None for x in got),
                f"{exercise}: return two numbers (precision, recall), got {got!r}. Hint: {hint}.")
         precision, recall = (_number(x) for x in got)
@@ -111,15 +106,14 @@ def check_rationale_precision_recall(student_fn: Callable[..., tuple[float, floa
         expect(close(precision, expected.precision, abs_tol=1e-6) and close(recall, expected.recall, abs_tol=1e-6),
                f"{exercise}: you gave precision {precision:.4f}, recall {recall:.4f}; expected "
                f"{expected.precision:.4f}, {expected.recall:.4f}. Hint: {hint}.")
-    passed(exercise, f"your precision and recall equal metrics.rationale_scores on all {len(cases)} cases (a "
-                     f"selected pad and a sentence without gold included).")
+
+    run_cases(exercise, student_fn, cases, hint, check, f"your precision and recall equal metrics.rationale_scores "
+              f"on all {len(cases)} cases (a selected pad and a sentence without gold included).", RATIONALE_FORBIDDEN)
 
 
 def check_bag_of_words_logits(student_fn: Callable[..., torch.Tensor]) -> None:
-    """Check `student_fn(words (B, S), mask (B, S), word_scores (V, C), bias (C,)) -> logits (B, C)`: logistic
-    regression on word counts, counts (B, V) @ word_scores + bias, padding not counted, against
-    classifier.BagOfWordsClassifier. Introduced in notebook 08 (exercise: a bag of words by hand).
-    """
+    """Check `student_fn(words (B, S), mask (B, S), word_scores (V, C), bias (C,)) -> logits (B, C)`, counts (B, V)
+    @ word_scores + bias, against BagOfWordsClassifier. Introduced in notebook 08 (exercise: a bag of words by hand)."""
     from course_utils.classifier import BagOfWordsClassifier
     exercise = "bag_of_words_logits"
     hint = ("count each word of each sentence (padding excluded: it is not a word), counts (B, V), then "
@@ -137,8 +131,7 @@ def check_bag_of_words_logits(student_fn: Callable[..., torch.Tensor]) -> None:
     got = call_student(exercise, student_fn, args, hint)
     expected = model(words, mask).logits.detach()  # (B, C)
     expect(isinstance(got, torch.Tensor) and tuple(got.shape) == (3, 4),
-           f"{exercise}: expected logits of shape (B=3, C=4), got "
-           f"{tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__}. Hint: {hint}.")
+           f"{exercise}: expected logits of shape (B=3, C=4), got {shape_or_type(got)}. Hint: {hint}.")
     unmasked = model.word_scores.weight[words].sum(1).detach() + model.bias.detach()  # pads counted
     if torch.allclose(got.float(), unmasked, atol=1e-5):
         raise AssertionError(f"{exercise}: you counted the <pad> positions as words. Hint: {hint}.")

@@ -1,7 +1,5 @@
-"""What each "predict the shape" question of `questions.py` asks about, as code: every function builds the real
-package objects the prompt describes (tiny vocabularies, seeded, untrained), runs them and returns the shapes they
-produce, in the order the answer states them. tests/test_questions.py checks each against its question's answer.
-"""
+"""The "predict the shape" questions of `questions.py` as code: each function builds the package objects its prompt
+describes (tiny, seeded, untrained) and returns the shapes they produce, in the order the answer states them."""
 from __future__ import annotations
 
 import torch
@@ -16,13 +14,11 @@ def _shapes(*tensors) -> Shapes:
 
 def _vocab(words: str):
     from course_utils.vocab import Vocab
-
     return Vocab.build([words])
 
 
 def _seq2seq(src_vocab_size: int, tgt_vocab_size: int, **config):
     from course_utils.seq2seq import ModelConfig, Seq2Seq
-
     torch.manual_seed(0)
     return Seq2Seq(ModelConfig(src_vocab_size, tgt_vocab_size, **config)).eval()
 
@@ -30,7 +26,6 @@ def _seq2seq(src_vocab_size: int, tgt_vocab_size: int, **config):
 def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """src (B, S) of random real ids, each row ending with EOS and padded, and its lengths (B,)."""
     from course_utils.vocab import EOS_ID, PAD_ID
-
     generator = torch.Generator().manual_seed(0)
     src = torch.full((len(lengths), max(lengths)), PAD_ID)
     for row, length in enumerate(lengths):
@@ -39,23 +34,17 @@ def _padded(lengths: list[int], vocab_size: int) -> tuple[torch.Tensor, torch.Te
     return src, torch.tensor(lengths)
 
 
-# ------------------------------------------------------------------------------------------- 00 why attention
 def nb00_dot_attention() -> Shapes:
-    """The shapes notebook 00's question on dot attention asks for."""
     from course_utils.attention import DotAttention
-
     torch.manual_seed(0)
     mask = torch.arange(6)[None, :] < torch.tensor([6, 4, 2])[:, None]  # (3, 6)
     context, weights = DotAttention()(torch.randn(3, 16), torch.randn(3, 6, 16), mask)
     return _shapes(weights, context)
 
 
-# ------------------------------------------------------------------------------------------- 01 data
 def nb01_collate() -> Shapes:
-    """The shapes notebook 01's question on collate asks for."""
     from course_utils import data
     from course_utils.vocab import Vocab
-
     def words(n: int, first: str) -> str:
         return " ".join(f"{first}{i}" for i in range(n))
 
@@ -68,18 +57,13 @@ def nb01_collate() -> Shapes:
 
 
 def nb01_column() -> Shapes:
-    """The shapes notebook 01's question on column asks for."""
     from course_utils import data
-
     sentence = "je suis fatigue ."
     return _shapes(data.tensor_from_sentence(_vocab(sentence), sentence))
 
 
-# ------------------------------------------------------------------------------------------- 02 encoder
 def nb02_encoder() -> Shapes:
-    """The shapes notebook 02's question on encoder asks for."""
     from course_utils.encoder import EncoderRNN
-
     torch.manual_seed(0)
     encoder = EncoderRNN(50, 32, 256, bidirectional=True).eval()
     src, lengths = _padded([7, 5, 3, 6], 50)
@@ -88,9 +72,7 @@ def nb02_encoder() -> Shapes:
 
 
 def nb02_raw_gru() -> Shapes:
-    """The shapes notebook 02's question on raw gru asks for."""
     from course_utils.encoder import EncoderRNN
-
     torch.manual_seed(0)
     encoder = EncoderRNN(50, 32, 256, bidirectional=True).eval()
     src, _ = _padded([7, 5, 3, 6], 50)
@@ -98,11 +80,8 @@ def nb02_raw_gru() -> Shapes:
     return _shapes(outputs, h_n)
 
 
-# ------------------------------------------------------------------------------------------- 03 attention decoder
 def nb03_bahdanau_step() -> Shapes:
-    """The shapes notebook 03's question on bahdanau step asks for."""
     from course_utils.attention import BahdanauAttention
-
     torch.manual_seed(0)
     attention = BahdanauAttention(query_size=32, key_size=64, attention_size=32)
     keys = torch.randn(3, 8, 64)
@@ -113,7 +92,6 @@ def nb03_bahdanau_step() -> Shapes:
 
 
 def nb03_location() -> Shapes:
-    """The shapes notebook 03's question on location asks for."""
     model = _seq2seq(20, 30, attention="location", hidden_size=16)
     src, lengths = _padded([5, 3], 20)
     tgt, _ = _padded([4, 2], 30)
@@ -122,11 +100,8 @@ def nb03_location() -> Shapes:
     return _shapes(output.log_probs, output.attention)
 
 
-# ------------------------------------------------------------------------------------------- 04 Bahdanau vs Luong
 def nb04_general() -> Shapes:
-    """The shapes notebook 04's question on general asks for."""
     from course_utils.attention import GeneralAttention
-
     torch.manual_seed(0)
     attention = GeneralAttention(query_size=16, key_size=32)
     mask = torch.arange(7)[None, :] < torch.tensor([7, 4])[:, None]  # (2, 7)
@@ -135,23 +110,18 @@ def nb04_general() -> Shapes:
 
 
 def nb04_gru_inputs() -> Shapes:
-    """The shapes notebook 04's question on gru inputs asks for."""
     from course_utils.decoder import BahdanauDecoder, LuongDecoder
-
     torch.manual_seed(0)
     decoders = [BahdanauDecoder(16, 32, 64, 40), LuongDecoder(16, 32, 64, 40, score="general"),
                 LuongDecoder(16, 32, 64, 40, score="general", input_feeding=True)]
     return _shapes(*(decoder.gru.weight_ih_l0 for decoder in decoders))
 
 
-# ------------------------------------------------------------------------------------------- 05 training
 def nb05_loss() -> Shapes:
-    """The shapes notebook 05's question on loss asks for."""
     import torch.nn.functional as F
 
     from course_utils.loss import masked_nll_loss
     from course_utils.vocab import EOS_ID, PAD_ID
-
     torch.manual_seed(0)
     B, T, V = 2, 4, 7
     log_probs = F.log_softmax(torch.randn(B, T, V), dim=-1)
@@ -160,10 +130,8 @@ def nb05_loss() -> Shapes:
 
 
 def nb05_greedy() -> Shapes:
-    """The shapes notebook 05's question on greedy asks for."""
     from course_utils.search import greedy_decode
     from course_utils.vocab import EOS_ID
-
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
     with torch.no_grad():
         model.decoder.out.bias[EOS_ID] = -1e4  # no row ends early: every row runs to the cap
@@ -172,12 +140,9 @@ def nb05_greedy() -> Shapes:
     return _shapes(output.tokens, output.lengths, output.attention, output.log_prob)
 
 
-# ------------------------------------------------------------------------------------------- 06 heatmaps
 def nb06_forced() -> Shapes:
-    """The shapes notebook 06's question on forced asks for."""
     from course_utils.metrics import attention_entropy
     from course_utils.translate import translate_forced
-
     source, output = "nous sommes en retard .", "we are late ."
     src_vocab, tgt_vocab = _vocab(source), _vocab(output)
     model = _seq2seq(len(src_vocab), len(tgt_vocab), attention="bahdanau", embedding_size=8, hidden_size=16)
@@ -185,12 +150,9 @@ def nb06_forced() -> Shapes:
     return _shapes(translation.attention, attention_entropy(translation.attention))
 
 
-# ------------------------------------------------------------------------------------------- 07 decoding
 def nb07_beam_step() -> Shapes:
-    """The shapes notebook 07's question on beam step asks for."""
     from course_utils.search import forbid_special_tokens
     from course_utils.vocab import SOS_ID
-
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=32)
     src, lengths = _padded([6], 20)
     with torch.no_grad():
@@ -205,9 +167,7 @@ def nb07_beam_step() -> Shapes:
 
 
 def nb07_sample() -> Shapes:
-    """The shapes notebook 07's question on sample asks for."""
     from course_utils.search import sample_decode
-
     model = _seq2seq(20, 40, attention="bahdanau", embedding_size=8, hidden_size=16)
     src_ids, _ = _padded([6], 20)
     output = sample_decode(model, src_ids.repeat(8, 1), torch.full((8,), 6), temperature=1.0, max_steps=1,
@@ -215,11 +175,8 @@ def nb07_sample() -> Shapes:
     return _shapes(output.tokens, output.attention, output.log_prob)
 
 
-# ------------------------------------------------------------------------------------------- 08 classification
 def nb08_gated() -> Shapes:
-    """The shapes notebook 08's question on gated asks for."""
     from course_utils.classifier import AttentionClassifier
-
     torch.manual_seed(0)
     model = AttentionClassifier(30, embedding_size=8, hidden_size=16)
     words, lengths = _padded([5, 4, 3, 5], 30)
@@ -229,9 +186,7 @@ def nb08_gated() -> Shapes:
 
 
 def nb08_bag_of_words() -> Shapes:
-    """The shapes notebook 08's question on bag of words asks for."""
     from course_utils.classifier import BagOfWordsClassifier
-
     model = BagOfWordsClassifier(30)
     words, lengths = _padded([5, 4, 3, 5], 30)
     mask = torch.arange(5)[None, :] < lengths[:, None]
@@ -239,11 +194,8 @@ def nb08_bag_of_words() -> Shapes:
     return _shapes(model.word_scores.weight, counts, model(words, mask).logits)
 
 
-# ------------------------------------------------------------------------------------------- 09 Transformer
 def nb09_multi_head() -> Shapes:
-    """The shapes notebook 09's question on multi-head attention asks for."""
     from course_utils.transformer import MultiHeadAttention
-
     torch.manual_seed(0)
     attention = MultiHeadAttention(hidden_size=64, heads=4)
     query, keys = torch.randn(2, 5, 64), torch.randn(2, 7, 64)
@@ -252,11 +204,8 @@ def nb09_multi_head() -> Shapes:
     return _shapes(attention.split_heads(attention.query(query)), out.context, out.weights)
 
 
-# ------------------------------------------------------------------------------------------- 10 alignment
 def nb10_alignment_matrices() -> Shapes:
-    """The shapes notebook 10's question on the alignment matrices asks for."""
     from course_utils.alignment import shifted_rows, word_block
-
     torch.manual_seed(0)
     weights = torch.rand(7, 6).softmax(dim=-1)  # (T + 1, S + 1): 6 output words + <eos>, 5 source words + <eos>
     return _shapes(word_block(weights, 6, 5), shifted_rows(weights))

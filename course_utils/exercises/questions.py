@@ -1,14 +1,5 @@
-"""Questions to think about: a few "predict the shape" and concept questions per notebook, answered on the course
-site (`python -m tools.site --output DIR`): folded under each question on the notebook's page, and all
-together on the solutions page (DIR/solutions.html).
-
-`QUESTIONS` maps a notebook id ("00" ... "10", the NN of notebooks/NN_name.ipynb and of the exercise modules
-nbNN_*) to its `Question`s; `show_questions("03")` lists a notebook's prompts, without the answers, for its last
-cell. A shape question keeps what it asks about as code: `compute()` builds the real package objects (tiny
-vocabularies, seeded, untrained) and returns the shapes they produce, and `shapes` holds the shapes its answer
-states; tests/test_questions.py checks that the two agree and that the answer names every one of them.
-
-Introduced in notebook 01.
+"""Questions to think about: a few "predict the shape" and concept questions per notebook (`QUESTIONS`, keyed by
+"00" ... "10"), listed without answers by `show_questions("NN")`; the answers are on the course site only.
 """
 from __future__ import annotations
 
@@ -26,13 +17,9 @@ SITE_COMMAND = "python -m tools.site --output DIR"
 
 @dataclass(frozen=True)
 class Question:
-    """One question of a notebook: kind "shape" (predict the shape) or "concept", its prompt and its answer.
-
-    Prompts and answers are Markdown with code in backticks (the notebooks and the solutions page render them).
-    A shape question also carries `shapes`, the shapes its answer states, in order, and `compute`, which runs the
-    package's code on the inputs the prompt describes and returns the shapes it really produces.
-    Introduced in notebook 01.
-    """
+    """One question of a notebook, kind "shape" or "concept"; prompt and answer are Markdown. A shape question also
+    has `shapes` (those its answer states, in order) and `compute` (the shapes the package really produces).
+    Introduced in notebook 01."""
 
     notebook: str
     kind: str
@@ -384,9 +371,8 @@ def questions_markdown(notebook: str | int) -> str:
 
 
 def show_questions(notebook: str | int):
-    """The notebook's "predict the shape" and concept questions, without their answers, as Markdown to display
-    (an IPython `Markdown` object; the plain string where IPython is missing). The answers are on the solutions
-    page of the course site (`python -m tools.site --output DIR`). Introduced in notebook 01."""
+    """The notebook's questions without their answers, as IPython `Markdown` (a plain string without IPython).
+    Introduced in notebook 01."""
     text = questions_markdown(notebook)
     try:
         from IPython.display import Markdown
