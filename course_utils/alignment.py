@@ -1,22 +1,7 @@
-"""Word alignment with a gold standard: a toy language pair, the alignment error rate, IBM Model 1, and links
-read off a (T, S) matrix of weights. Introduced in notebook 10.
-
-    gold = toy_pairs(4000, seed=0)              # AlignedPair(source, target, sure, possible), French-like -> English
-    data = toy_course_data(gold, seed=0)        # a CourseData the course's training loop reads
-    links = argmax_links(weights)               # weights (T, S) over words (no <eos>) -> {(t, s), ...}
-    aer(links, pair.sure, pair.possible)        # Och & Ney (2003): 1 - (|A∩S| + |A∩P|) / (|A| + |S|)
-    table = ibm_model1(sentences, iterations=10)   # EM over t(e | f); _ibm1_links(table, src, tgt) aligns
-
-A link is a pair (t, s): target word t (row of an attention matrix) with source word s (its column), both
-0-based word positions without <eos>. Sure links S are those every annotator marks, possible links P (S ⊆ P) those
-some would; AER rewards sure links found and does not punish possible ones.
-
-The toy grammar (each rule is a known trap for attention as an aligner): adjectives that follow the noun in
-French and precede it in English (*la voiture rouge* -> *the red car*), but not all of them (*le petit chat*);
-one French verb for two English words (*verra* -> *will see*, *cherche* -> *looks for*); two French words for one
-English word (*ne ... pas* -> *not*: sure to *pas*, possible to *ne*); a deleted word (the reflexive *se*, unaligned);
-an inserted word (*does*, no sure link, a possible one to the verb).
-"""
+"""Word alignment with a gold standard: a toy French-like -> English grammar whose rules are known traps for attention
+as an aligner (swapped adjectives, one word for two, ne ... pas, a deleted and an inserted word), the alignment error
+rate, IBM Model 1, and links read off a (T, S) matrix of weights. A link (t, s) joins target word t (a row) to source
+word s (a column), 0-based, <eos> excluded; sure links S ⊆ possible links P. Introduced in notebook 10."""
 from __future__ import annotations
 
 import random
@@ -48,24 +33,17 @@ _VERBS = {  # present -> (future, English 3rd person, English base form: one or 
     "prend": ("prendra", "takes", "take"), "cherche": ("cherchera", "looks for", "look for")}
 _REFLEXIVE_VERBS = {"lave": ("lavera", "washes", "wash"), "cache": ("cachera", "hides", "hide")}  # "se lave"
 
-
 class AlignedPair(NamedTuple):
-    """A sentence pair with its gold alignment. Introduced in notebook 10."""
-
+    """A sentence pair with its gold alignment."""
     source: str  # French-like words joined by spaces
     target: str  # English-like words
     sure: frozenset[Link]  # S: links every annotator would mark
     possible: frozenset[Link]  # P ⊇ S: links an annotator may mark
 
-
 class _Builder:
     """Collects words on both sides and links by global position (each unit adds local links)."""
-
     def __init__(self):
-        self.fr: list[str] = []
-        self.en: list[str] = []
-        self.sure: set[Link] = set()
-        self.possible: set[Link] = set()
+        self.fr, self.en, self.sure, self.possible = [], [], set(), set()  # words; links (t, s)
 
     def add(self, fr: list[str], en: list[str], sure=(), possible=()) -> None:
         """Append a unit; `sure`/`possible` are local (en index, fr index) links."""
@@ -77,7 +55,6 @@ class _Builder:
     def pair(self) -> AlignedPair:
         return AlignedPair(" ".join(self.fr), " ".join(self.en), frozenset(self.sure),
                            frozenset(self.sure | self.possible))
-
 
 def _noun_phrase(rng: random.Random, out: _Builder) -> None:
     noun = rng.choice(sorted(_NOUNS))
@@ -95,7 +72,6 @@ def _noun_phrase(rng: random.Random, out: _Builder) -> None:
         out.add([det_fr, adj_fr, noun], [det_en, adj_en, english], sure=[(0, 0), (1, 1), (2, 2)])
     else:  # la voiture rouge -> the red car: swapped
         out.add([det_fr, noun, adj_fr], [det_en, adj_en, english], sure=[(0, 0), (1, 2), (2, 1)])
-
 
 def _verb_group(rng: random.Random, out: _Builder, reflexive: bool) -> None:
     verb = rng.choice(sorted(_REFLEXIVE_VERBS if reflexive else _VERBS))
@@ -122,10 +98,8 @@ def _verb_group(rng: random.Random, out: _Builder, reflexive: bool) -> None:
             possible.append((0, v))  # does - the verb: possible only
     out.add(fr, en, sure=sure, possible=possible)
 
-
 def _toy_pair(rng: random.Random) -> AlignedPair:
-    """One random sentence of the toy grammar (subject, verb group, object unless reflexive, full stop) with its
-    gold alignment. Introduced in notebook 10."""
+    """One random toy sentence (subject, verb group, object unless reflexive, full stop) with its gold alignment."""
     out = _Builder()
     _noun_phrase(rng, out)
     reflexive = rng.random() < 0.25
@@ -135,10 +109,8 @@ def _toy_pair(rng: random.Random) -> AlignedPair:
     out.add(["."], ["."], sure=[(0, 0)])
     return out.pair()
 
-
 def toy_pairs(count: int, seed: int = 0) -> list[AlignedPair]:
-    """`count` distinct toy sentences (distinct sources; the target is a function of the source), seeded.
-    Introduced in notebook 10."""
+    """`count` distinct toy sentences (distinct sources; the target is a function of the source), seeded."""
     rng, seen, pairs = random.Random(seed), set(), []
     for _ in range(50 * count):
         pair = _toy_pair(rng)
@@ -149,26 +121,19 @@ def toy_pairs(count: int, seed: int = 0) -> list[AlignedPair]:
                 return pairs
     raise ValueError(f"the toy grammar gave only {len(pairs)} distinct sentences; ask for fewer than {count}")
 
-
 def toy_course_data(pairs: Sequence[AlignedPair], seed: int = 0) -> CourseData:
-    """The toy pairs as a CourseData (split 80/10/10 by source, vocabularies from train), ready for `train`.
-    Introduced in notebook 10."""
+    """The toy pairs as a CourseData (split 80/10/10 by source, vocabularies from train), ready for `train`."""
     return course_data_from_pairs([Pair(p.source, p.target) for p in pairs], seed=seed)
 
-
 def gold_by_pair(pairs: Iterable[AlignedPair]) -> dict[Pair, AlignedPair]:
-    """Look up the gold alignment of a CourseData split's Pair. Introduced in notebook 10."""
+    """Look up the gold alignment of a CourseData split's Pair."""
     return {Pair(p.source, p.target): p for p in pairs}
 
-
-# ---------------------------------------------------------------------------------------------- scoring
 class AlignmentScores(NamedTuple):
-    """Och & Ney's measures of predicted links A against sure S and possible P. Introduced in notebook 10."""
-
+    """Och & Ney's measures of predicted links A against sure S and possible P."""
     precision: float  # |A∩P| / |A|
     recall: float  # |A∩S| / |S|
     aer: float  # 1 - (|A∩S| + |A∩P|) / (|A| + |S|)
-
 
 def _counts(predicted: Iterable[Link], sure: Iterable[Link], possible: Iterable[Link]) -> tuple[int, int, int, int]:
     a, s, p = set(predicted), set(sure), set(possible)
@@ -176,22 +141,17 @@ def _counts(predicted: Iterable[Link], sure: Iterable[Link], possible: Iterable[
         raise ValueError(f"sure links must be possible too (S ⊆ P); {sorted(s - p)} are not: pass P including S")
     return len(a & s), len(a & p), len(a), len(s)
 
-
 def _scores(a_s: int, a_p: int, a: int, s: int) -> AlignmentScores:
     if a + s == 0:
         raise ValueError("no predicted and no sure links: AER is undefined; pass at least one sentence with links")
     return AlignmentScores(a_p / a if a else 0.0, a_s / s if s else 0.0, 1 - (a_s + a_p) / (a + s))
 
-
 def aer(predicted: Iterable[Link], sure: Iterable[Link], possible: Iterable[Link]) -> float:
-    """Alignment error rate of one sentence (Och & Ney 2003): links are (t, s) pairs, S ⊆ P; 0 is perfect.
-    Introduced in notebook 10."""
+    """Alignment error rate of one sentence (Och & Ney 2003): links are (t, s) pairs, S ⊆ P; 0 is perfect."""
     return _scores(*_counts(predicted, sure, possible)).aer
 
-
 def corpus_aer(predicted: Sequence[Iterable[Link]], gold: Sequence[AlignedPair]) -> AlignmentScores:
-    """Precision, recall and AER over a corpus: the counts are summed over sentences first (as Och & Ney).
-    Introduced in notebook 10."""
+    """Precision, recall and AER over a corpus: the counts are summed over sentences first (as Och & Ney)."""
     if len(predicted) != len(gold):
         raise ValueError(f"got {len(predicted)} predicted alignments for {len(gold)} gold ones: pass one per pair")
     totals = [0, 0, 0, 0]
@@ -199,62 +159,47 @@ def corpus_aer(predicted: Sequence[Iterable[Link]], gold: Sequence[AlignedPair])
         totals = [x + y for x, y in zip(totals, _counts(links, pair.sure, pair.possible))]
     return _scores(*totals)
 
-
-# ---------------------------------------------------------------------------------------------- from weights
 def _matrix(weights: Tensor) -> Tensor:
     if not isinstance(weights, Tensor) or weights.dim() != 2:
         raise ValueError(f"weights must be a (T, S) tensor, got {getattr(weights, 'shape', type(weights))}")
     return weights.detach().float().cpu()
 
-
 def argmax_links(weights: Tensor) -> set[Link]:
-    """weights (T, S) -> one link per row: (t, argmax_s weights[t, s]). Introduced in notebook 10."""
-    best = _matrix(weights).argmax(dim=1)  # (T,)
-    return {(t, int(s)) for t, s in enumerate(best)}
-
+    """weights (T, S) -> one link per row: (t, argmax_s weights[t, s])."""
+    return {(t, int(s)) for t, s in enumerate(_matrix(weights).argmax(dim=1))}  # argmax (T,)
 
 def _threshold_links(weights: Tensor, threshold: float) -> set[Link]:
-    """weights (T, S) -> every (t, s) with weights[t, s] >= threshold (a row may get none, or several).
-    Introduced in notebook 10."""
+    """weights (T, S) -> every (t, s) with weights[t, s] >= threshold (a row may get none, or several)."""
     rows, cols = torch.nonzero(_matrix(weights) >= threshold, as_tuple=True)
     return {(int(t), int(s)) for t, s in zip(rows, cols)}
 
-
 def shifted_rows(weights: Tensor) -> Tensor:
     """Chen et al. (2020): the weights of step t + 1 (which reads output word t as input) align word t.
-    weights (T + 1, S) with the <eos> step as its last row -> (T, S): rows 1..T. Introduced in notebook 10."""
+    weights (T + 1, S) with the <eos> step as its last row -> (T, S): rows 1..T."""
     matrix = _matrix(weights)
     if matrix.shape[0] < 2:
         raise ValueError("shifting needs the weights of at least two steps (a word and the <eos> step)")
     return matrix[1:]  # (T, S)
 
-
 def word_block(weights: Tensor, target_words: int, source_words: int) -> Tensor:
     """The words-by-words block of a decoder's (T + 1, S + 1) weights (<eos> row and column dropped), renormalised
-    per row -> (T, S). Introduced in notebook 10."""
+    per row -> (T, S)."""
     block = _matrix(weights)[:target_words, :source_words]  # (T, S)
     return block / block.sum(dim=1, keepdim=True).clamp_min(1e-12)
 
-
-# ---------------------------------------------------------------------------------------------- IBM Model 1
 NULL = "<null>"  # the empty source word of IBM Model 1: target words aligned to it stay unaligned
-
 
 def ibm_model1(sentences: Sequence[tuple[Sequence[str], Sequence[str]]], iterations: int = 10,
                null: bool = True) -> dict[tuple[str, str], float]:
-    """IBM Model 1 by EM (Brown et al. 1993): (source words, target words) pairs -> t[(e, f)] = t(e | f).
-
-    Starts uniform; each iteration: expected counts c(e, f) += t(e|f) / sum_f' t(e|f') over the sentence's source
-    words (plus NULL when `null`), then t(e | f) = c(e, f) / sum_e c(e, f). Introduced in notebook 10.
-    """
+    """IBM Model 1 by EM (Brown et al. 1993): (source words, target words) pairs -> t[(e, f)] = t(e | f), from uniform;
+    each iteration c(e, f) += t(e|f) / sum_f' t(e|f') (f' incl. NULL), t(e | f) = c(e, f) / sum_e c(e, f)."""
     if iterations < 0 or not sentences:
         raise ValueError("ibm_model1 needs at least one sentence pair and iterations >= 0")
     pairs = [(([NULL] if null else []) + list(f), list(e)) for f, e in sentences]
     uniform = 1.0 / len({word for _, e in pairs for word in e})
     table: dict[tuple[str, str], float] = defaultdict(lambda: uniform)
     for _ in range(iterations):
-        counts: dict[tuple[str, str], float] = defaultdict(float)
-        totals: dict[str, float] = defaultdict(float)
+        counts, totals = defaultdict(float), defaultdict(float)  # c(e, f) and its sum over e, per f
         for f_words, e_words in pairs:
             for e in e_words:
                 norm = sum(table[e, f] for f in f_words)
@@ -266,39 +211,28 @@ def ibm_model1(sentences: Sequence[tuple[Sequence[str], Sequence[str]]], iterati
     return dict(table) if iterations else {(e, f): uniform for f_words, e_words in pairs
                                            for e in e_words for f in f_words}
 
-
 def _ibm1_links(table: dict[tuple[str, str], float], source: Sequence[str], target: Sequence[str]) -> set[Link]:
-    """Each target word to its most probable source word under t(e | f); to NULL (no link) when NULL wins.
-    Ties go to the first source word. Introduced in notebook 10."""
+    """Each target word to its most probable source word under t(e | f); no link when NULL wins (it wins ties)."""
     links = set()
     for t, e in enumerate(target):
-        best, best_p = None, table.get((e, NULL), 0.0)
-        for s, f in enumerate(source):
-            p = table.get((e, f), 0.0)
-            if p > best_p:
-                best, best_p = s, p
-        if best is not None:
-            links.add((t, best))
+        p = [table.get((e, f), 0.0) for f in (NULL, *source)]  # max() takes the first: NULL, then the first word
+        if (best := max(range(len(p)), key=p.__getitem__)) > 0:
+            links.add((t, best - 1))
     return links
 
-
-# ---------------------------------------------------------------------------------------------- models on the toy task
 def toy_model(kind: str, data: CourseData, mask_eos: bool = False, embedding_size: int = 32,
               hidden_size: int = 64) -> Seq2Seq:
     """A small Seq2Seq with attention `kind` for the toy task (a minute or two of CPU training); `mask_eos` builds
-    the EosMaskedSeq2Seq remedy. Initialise under torch.manual_seed for a seeded model. Introduced in notebook 10."""
+    the EosMaskedSeq2Seq remedy. Initialise under torch.manual_seed for a seeded model."""
     config = ModelConfig(len(data.src_vocab), len(data.tgt_vocab), attention=kind, embedding_size=embedding_size,
                          hidden_size=hidden_size, location_slots=16)
     return (EosMaskedSeq2Seq if mask_eos else Seq2Seq)(config)
 
-
 ALIGNERS = ("attention argmax", "attention threshold", "shifted attention", "saliency", "integrated gradients")
-
 
 def model_links(model: Seq2Seq, src_vocab, tgt_vocab, pair: AlignedPair, threshold: float = 0.3,
                 ig_steps: int = 16) -> dict[str, set[Link]]:
-    """Every ALIGNERS method's links for one gold pair, the model force-decoding the gold target.
-    -> {method: links}. Introduced in notebook 10."""
+    """Every ALIGNERS method's links for one gold pair, force-decoding its target -> {method: links}."""
     src_ids, out_ids = src_vocab.encode(pair.source), tgt_vocab.encode(pair.target)  # (S + 1,), (T + 1,)
     S, T = len(src_ids) - 1, len(out_ids) - 1
     weights = forced_batch(model, [src_ids], [out_ids]).attention[0]  # (T + 1, S + 1)
@@ -309,27 +243,21 @@ def model_links(model: Seq2Seq, src_vocab, tgt_vocab, pair: AlignedPair, thresho
             "saliency": argmax_links(attributions(model, src_ids, out_ids)[:T, :S]),
             "integrated gradients": argmax_links(attributions(model, src_ids, out_ids, ig_steps)[:T, :S])}
 
-
 def alignment_scores(model: Seq2Seq, data: CourseData, gold: Sequence[AlignedPair], threshold: float = 0.3,
                      ig_steps: int = 16) -> dict[str, AlignmentScores]:
-    """Corpus precision, recall and AER of every ALIGNERS method of `model` on the `gold` pairs.
-    Introduced in notebook 10."""
+    """Corpus precision, recall and AER of every ALIGNERS method of `model` on the `gold` pairs."""
     links = [model_links(model, data.src_vocab, data.tgt_vocab, pair, threshold, ig_steps) for pair in gold]
     return {method: corpus_aer([row[method] for row in links], gold) for method in ALIGNERS}
 
-
 def ibm1_scores(train: Sequence[AlignedPair], gold: Sequence[AlignedPair], iterations: int = 10) -> AlignmentScores:
-    """IBM Model 1 (with NULL) trained on the `train` and `gold` sentences (unsupervised: no links are read),
-    scored on `gold`. Introduced in notebook 10."""
-    sentences = [(p.source.split(), p.target.split()) for p in [*train, *gold]]
-    table = ibm_model1(sentences, iterations)
+    """IBM Model 1 (with NULL) trained, without links, on the `train` and `gold` sentences, scored on `gold`."""
+    table = ibm_model1([(p.source.split(), p.target.split()) for p in [*train, *gold]], iterations)
     return corpus_aer([_ibm1_links(table, p.source.split(), p.target.split()) for p in gold], gold)
-
 
 def plot_alignment(ax, weights: Tensor, source_words: Sequence[str], target_words: Sequence[str],
                    gold: AlignedPair | None = None, links: Iterable[Link] = (), title: str = ""):
     """Draw weights (T, S) over words on matplotlib `ax`, gold sure links as orange squares, possible ones as
-    orange circles, `links` (a method's) as red crosses. Returns the image. Introduced in notebook 10."""
+    orange circles, `links` (a method's) as red crosses. Returns the image."""
     image = ax.imshow(_matrix(weights).numpy(), cmap="Blues", vmin=0)
     ax.set_xticks(range(len(source_words)), source_words, rotation=60, ha="right")
     ax.set_yticks(range(len(target_words)), target_words)

@@ -1,17 +1,8 @@
-"""Attention for classification: who is the subject of a French sentence, and which word tells?
-
-    batch = subject_batch(pairs, vocab)          # SubjectBatch(words (B, S), mask, labels (B,), gold (B, S))
-    out = AttentionClassifier(len(vocab))(batch.words, batch.mask)   # logits (B, C), weights (B, S), sparsity
-    trained = zoo.load_or_train(ClassifierConfig(sparsity_weight=0.5))   # cached by course_utils.zoo
-    evaluate_classifier(trained.model, course.splits.test, trained.vocab)      # accuracy, precision, recall, kept
-    NOTEBOOK_CLASSIFIERS                         # {label: ClassifierConfig}: the seven notebook 08 trains
-
-The task: predict the English subject (i / he / she / you / we / they, read off the English side of a course pair)
-from the French sentence. The French subject pronoun (je, il, elle, tu, vous, nous, ils, elles, ...) is the gold
-rationale: the word a good selection should keep. Introduced in notebook 08.
-"""
+"""Attention for classification: predict the English subject (i, he, she, you, we, they) of a French sentence; its
+subject pronoun (je, il, elle, ...) is the gold rationale a selection should keep. Introduced in notebook 08."""
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +11,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
 from course_utils.attention import DotAttention, masked_softmax
 from course_utils.data import Pair
@@ -37,24 +28,17 @@ SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label orde
 _FRENCH_SUBJECTS = {"i": ("je", "j"), "he": ("il",), "she": ("elle",), "you": ("tu", "vous", "t"),
                    "we": ("nous", "on"), "they": ("ils", "elles")}  # normalised: "j'ai" -> "j ai", "t'es" -> "t es"
 
-
-# ---------------------------------------------------------------------------------------------- the task
 def subject_label(english: str) -> int:
-    """The class id of a normalised English sentence from its first word ("you re ..." -> SUBJECTS.index("you")).
-"""
-    first = english.split(" ")[0]
-    if first not in SUBJECTS:
+    """The class id of a normalised English sentence from its first word ("you re ..." -> SUBJECTS.index("you"))."""
+    if (first := english.split(" ")[0]) not in SUBJECTS:
         raise ValueError(f"{english!r} does not start with a subject of {SUBJECTS}; filter with data.ENG_PREFIXES")
     return SUBJECTS.index(first)
 
-
 def gold_rationale(french: str, label: int) -> list[bool]:
-    """True at the first French word that is a subject pronoun of class `label` (all False when there is none,
-    as in "c est mon ami ." -> "he s my friend .")."""
+    """True at the first French word that is a subject pronoun of class `label`; all False when there is none."""
     words, pronouns = french.split(" "), _FRENCH_SUBJECTS[SUBJECTS[label]]
     first = next((i for i, word in enumerate(words) if word in pronouns), None)
     return [i == first for i in range(len(words))]
-
 
 class SubjectBatch(NamedTuple):
     """A padded batch of the subject task (no <eos>: every position is a word)."""
@@ -63,50 +47,35 @@ class SubjectBatch(NamedTuple):
     labels: Tensor  # (B,) long, index into SUBJECTS
     gold: Tensor    # (B, S) bool, True on the gold rationale (the subject pronoun)
 
-
 def subject_batch(pairs: Sequence[Pair], vocab: Vocab) -> SubjectBatch:
     """French sentences as ids (unknown words -> UNK_ID), labels and gold rationales."""
     sentences = [pair.source.split(" ") for pair in pairs]
     S = max(len(words) for words in sentences)
     labels = [subject_label(pair.target) for pair in pairs]
     ids = [[vocab.word2index.get(w, UNK_ID) for w in words] + [PAD_ID] * (S - len(words)) for words in sentences]
-    gold = [gold_rationale(pair.source, label) + [False] * (S - len(words))
-            for pair, label, words in zip(pairs, labels, sentences, strict=True)]
+    gold = [gold_rationale(p.source, y) + [False] * (S - len(w)) for p, y, w in zip(pairs, labels, sentences)]
     words = torch.tensor(ids, dtype=torch.long)  # (B, S)
     return SubjectBatch(words, words != PAD_ID, torch.tensor(labels), torch.tensor(gold))  # labels (B,)
 
-
 def _subject_batches(pairs: Sequence[Pair] | SubjectBatch, vocab: Vocab | None = None, batch_size: int = 64,
                     seed: int | None = None) -> Iterator[SubjectBatch]:
-    """Batches of `pairs` (or of an already encoded SubjectBatch) in order, or shuffled with `seed`; each padded
-    to its longest sentence only."""
-    everything = pairs if isinstance(pairs, SubjectBatch) else subject_batch(pairs, vocab)  # (N, S_max)
-    N = len(everything.labels)
+    """Batches in order, or shuffled with `seed`; each padded to its own longest sentence."""
+    full = pairs if isinstance(pairs, SubjectBatch) else subject_batch(pairs, vocab)  # (N, S_max)
+    N = len(full.labels)
     order = torch.arange(N) if seed is None else torch.randperm(N, generator=torch.Generator().manual_seed(seed))
     for rows in order.split(batch_size):  # (b,) each
-        S = int(everything.mask[rows].sum(dim=1).max())
-        yield SubjectBatch(everything.words[rows, :S], everything.mask[rows, :S], everything.labels[rows],
-                           everything.gold[rows, :S])
+        S = int(full.mask[rows].sum(dim=1).max())
+        yield SubjectBatch(full.words[rows, :S], full.mask[rows, :S], full.labels[rows], full.gold[rows, :S])
 
-
-# ---------------------------------------------------------------------------------------------- models
 class ClassifierOutput(NamedTuple):
     """What every classifier here returns."""
     logits: Tensor    # (B, C)
     weights: Tensor   # (B, S): the weight of each word, 0 on padding
     sparsity: Tensor  # scalar: the mean over sentences of the fraction of words kept (0 without gates)
 
-
 class LectureAttentionClassifier(nn.Module):
-    """EXHIBIT, in the spirit of the lecture's attention classifier, simplified: its two bugs kept, not its code.
-
-    forward(words (B, S)) -> (logits (B, C), weights (B, S), sparsity_loss). Bug 1 (the lecture's): the second pass
-    runs the attender again, so the predictor is never used (no gradient). Bug 2 (the lecture's): the sparsity term
-    is the mean of the weights over the PADDING positions (the lecture: a masked mean over `input_ids == padding_id`):
-    0 for an unpadded batch, no push on a word. Simplified: 1-layer LSTMs, trained embeddings, unpacked (the
-    lecture: both passes packed, a 2-layer bidirectional LSTM on frozen word vectors).
-    """
-
+    """EXHIBIT, the lecture's classifier simplified (1-layer LSTMs, trained embeddings, unpacked) with its two bugs
+    kept. forward(words (B, S)) -> (logits (B, C), weights (B, S), sparsity_loss); the bugs are marked in the code."""
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
                  hidden_size: int = 64):
         super().__init__()
@@ -119,34 +88,21 @@ class LectureAttentionClassifier(nn.Module):
     def forward(self, words: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         mask = words != PAD_ID  # (B, S)
         embedded = self.embedding(words)  # (B, S, E)
-        states, _ = self.attender(embedded)  # (B, S, H)
-        weights = torch.sigmoid(self.attention_score(states)).squeeze(-1)  # (B, S)
-        weighted = embedded * weights.unsqueeze(-1)  # (B, S, E)
-        _, (final, _) = self.attender(weighted)  # BUG 1: self.attender, not self.predictor; final (1, B, H)
-        logits = self.output(final[-1])  # (B, C)
+        weights = torch.sigmoid(self.attention_score(self.attender(embedded)[0])).squeeze(-1)  # (B, S)
+        _, (final, _) = self.attender(embedded * weights.unsqueeze(-1))  # BUG 1: not self.predictor; final (1, B, H)
         sparsity_loss = (weights * ~mask).sum() / (~mask).sum().clamp(min=1)  # BUG 2: the mean over the PADDING
-        return logits, weights, sparsity_loss
-
+        return self.output(final[-1]), weights, sparsity_loss  # logits (B, C)
 
 def _run_gru(gru: nn.GRU, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     """A packed GRU over (B, S, E): outputs (B, S, D*H), zero on padding, and the final state (B, D*H)."""
-    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
-    outputs, final = gru(packed)  # final (D, B, H), in the batch's order
+    outputs, final = gru(pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False))  # (D, B, H)
     outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.shape[1])  # (B, S, D*H)
     return outputs, torch.cat(list(final), dim=-1)  # (B, D*H)
 
-
 class AttentionClassifier(nn.Module):
-    """The lecture's model, fixed: an attender (bidirectional GRU) gives each word a gate in 0..1, a predictor
-    (GRU, packed) reads the gated embeddings and classifies; `sparsity` is the fraction of each sentence's words
-    kept, averaged over sentences (padding excluded), the term a penalty pushes down.
-
-    selection "soft": gates sigmoid(score); "hard": exactly 0 or 1 (gate > 0.5), trained with the straight-through
-    estimator (the gradient of the soft gate). forward(words (B, S), mask (B, S)) -> ClassifierOutput.
-    """
-
+    """The lecture's model, fixed: a bidirectional GRU gates each word, a packed GRU classifies the gated embeddings.
+    selection "soft": gates sigmoid(score); "hard": exactly 0 or 1 (gate > 0.5), trained straight-through."""
     selects = "threshold"  # a word is selected when its weight is above 0.5
-
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
                  hidden_size: int = 64, selection: str = "soft"):
         super().__init__()
@@ -170,13 +126,9 @@ class AttentionClassifier(nn.Module):
         sparsity = (gates.sum(dim=1) / lengths.to(gates.device)).mean()  # per sentence, over its words only
         return ClassifierOutput(self.output(final), gates, sparsity)  # logits (B, C)
 
-
 class SoftAttentionClassifier(nn.Module):
-    """Soft attention pooling: a bidirectional GRU, a learned query scored against every state (dot product),
-    masked softmax, the context classified. Weights sum to 1; no sparsity."""
-
+    """Soft attention pooling: a learned query attends (dot product) over bidirectional GRU states; weights sum to 1."""
     selects = "argmax"  # the selection is the word with the largest weight
-
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
                  hidden_size: int = 64):
         super().__init__()
@@ -188,18 +140,12 @@ class SoftAttentionClassifier(nn.Module):
 
     def forward(self, words: Tensor, mask: Tensor) -> ClassifierOutput:
         keys, _ = _run_gru(self.encoder, self.embedding(words), mask.sum(dim=1).cpu())  # (B, S, 2H)
-        query = self.query.expand(words.shape[0], -1)  # (B, 2H)
-        context, weights = self.attention(query, keys, mask)  # (B, 2H), (B, S)
+        context, weights = self.attention(self.query.expand(len(words), -1), keys, mask)  # (B, 2H), (B, S)
         return ClassifierOutput(self.output(context), weights, keys.new_zeros(()))  # logits (B, C)
 
-
 class BagOfWordsClassifier(nn.Module):
-    """The baseline: logistic regression on word counts, logits = counts @ W^T + b, with W stored as one row of C
-    scores per word. `weights`: the masked softmax of each word's score for the predicted class (which word pushed
-    the decision most)."""
-
+    """The baseline: logistic regression on word counts; `weights`: softmax of the words' predicted-class scores."""
     selects = "argmax"
-
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS)):
         super().__init__()
         self.word_scores = nn.Embedding(vocab_size, num_classes, padding_idx=PAD_ID)  # W^T: (V, C)
@@ -209,24 +155,19 @@ class BagOfWordsClassifier(nn.Module):
     def forward(self, words: Tensor, mask: Tensor) -> ClassifierOutput:
         scores = self.word_scores(words) * mask.unsqueeze(-1)  # (B, S, C)
         logits = scores.sum(dim=1) + self.bias  # (B, C): the sum over words = counts @ W^T
-        predicted = logits.argmax(dim=-1)  # (B,)
-        chosen = scores.gather(2, predicted.view(-1, 1, 1).expand(-1, words.shape[1], 1)).squeeze(-1)  # (B, S)
+        predicted = logits.argmax(dim=-1).view(-1, 1, 1).expand(-1, words.shape[1], 1)  # (B, S, 1)
+        chosen = scores.gather(2, predicted).squeeze(-1)  # (B, S): each word's score for the predicted class
         return ClassifierOutput(logits, masked_softmax(chosen, mask), logits.new_zeros(()))
 
-
 def _selected_words(model: nn.Module, output: ClassifierOutput, mask: Tensor) -> Tensor:
-    """The words a model selects, (B, S) bool: gates above 0.5 (`AttentionClassifier`), else the one word of largest
-    weight."""
+    """The words a model selects, (B, S) bool: gates above 0.5 or, per `model.selects`, the word of largest weight."""
     if model.selects == "threshold":
         return (output.weights > 0.5) & mask  # (B, S)
     return F.one_hot(output.weights.argmax(dim=-1), mask.shape[1]).bool() & mask  # (B, S)
 
-
-# ---------------------------------------------------------------------------------------------- training
 @dataclass
 class ClassifierConfig:
-    """How to build and train a classifier. kind: "gated" (AttentionClassifier), "soft" or "bow".
-"""
+    """How to build and train a classifier. kind: "gated" (AttentionClassifier), "soft" or "bow"."""
     kind: str = "gated"
     selection: str = "soft"  # gated only: "soft" or "hard"
     sparsity_weight: float = 0.0  # loss = cross-entropy + sparsity_weight * sparsity
@@ -244,17 +185,13 @@ class ClassifierConfig:
         return {"gated": f"classifier-gated-{self.selection}-{self.sparsity_weight:g}"}.get(
             self.kind, f"classifier-{self.kind}")
 
-
-# The classifiers notebook 08 trains and compares, keyed by the label it prints (its SPARSITY_WEIGHTS sweep of the
-# hard gates and its LEAK_WEIGHT on the soft gates); `python -m course_utils pretrain` trains and caches them too.
-# tests/test_pretrain.py checks that the notebook uses this dict and that its weights match these labels.
+# The classifiers notebook 08 compares, by the label it prints; `python -m course_utils pretrain` caches them too.
 NOTEBOOK_CLASSIFIERS: dict[str, ClassifierConfig] = {
     "bag of words": ClassifierConfig(kind="bow"),
     "soft attention": ClassifierConfig(kind="soft"),
     "soft gates, λ=0.5": ClassifierConfig(selection="soft", sparsity_weight=0.5),
     **{f"hard gates, λ={w}": ClassifierConfig(selection="hard", sparsity_weight=w) for w in (0.0, 0.02, 0.05, 0.2)},
 }
-
 
 def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
     """The model `config.kind` names, seeded with config.seed."""
@@ -268,15 +205,12 @@ def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
         return BagOfWordsClassifier(vocab_size)
     raise ValueError(f"unknown classifier kind {config.kind!r}: choose 'gated', 'soft' or 'bow'")
 
-
 def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, config: ClassifierConfig,
                      log: Callable[[str], None] | None = print) -> list[dict]:
-    """Adam on cross-entropy + sparsity_weight * sparsity, config.epochs passes over shuffled `pairs`.
-
-    Returns the history: one dict per epoch (epoch, loss, accuracy, kept on the training batches, seconds)."""
+    """Adam on cross-entropy + sparsity_weight * sparsity; one dict per epoch (epoch, loss, accuracy, kept, seconds)."""
     encoded = subject_batch(list(pairs)[:config.max_train_pairs], vocab)  # (N, S_max): encoded once
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    history, started = [], time.perf_counter()
+    history, t0 = [], time.perf_counter()
     model.train()
     for epoch in range(1, config.epochs + 1):
         totals = torch.zeros(4)  # summed loss, correct, kept fraction, sentences
@@ -286,23 +220,19 @@ def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, conf
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            n = len(batch.labels)
             correct = (output.logits.argmax(-1) == batch.labels).sum().item()
-            totals += torch.tensor([loss.item() * n, correct, output.sparsity.item() * n, n])
+            totals += torch.tensor([loss.item() * (n := len(batch.labels)), correct, output.sparsity.item() * n, n])
         loss, accuracy, kept = (totals[:3] / totals[3]).tolist()
-        history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, kept=kept,
-                            seconds=time.perf_counter() - started))
+        history.append(dict(epoch=epoch, loss=loss, accuracy=accuracy, kept=kept, seconds=time.perf_counter() - t0))
         if log:
             log(f"epoch {epoch}: loss {loss:.3f}  train accuracy {accuracy:.3f}  kept {kept:.2f}")
     model.eval()
     return history
 
-
 class ClassifierScores(NamedTuple):
     """Accuracy, and the selection against the gold rationale."""
     accuracy: float
     rationale: RationaleScores  # precision, recall (sentences with a gold pronoun), kept (all sentences)
-
 
 def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, batch_size: int = 256
                         ) -> ClassifierScores:
@@ -314,17 +244,11 @@ def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, b
             correct += (output.logits.argmax(-1) == batch.labels).sum().item()
             selections += list(_selected_words(model, output, batch.mask))  # rows (S,): lengths differ by batch
             golds, masks = golds + list(batch.gold), masks + list(batch.mask)
-    pad = torch.nn.utils.rnn.pad_sequence
-    rationale = rationale_scores(pad(selections, True), pad(golds, True), pad(masks, True))
+    rationale = rationale_scores(*(pad_sequence(rows, batch_first=True) for rows in (selections, golds, masks)))
     return ClassifierScores(correct / len(pairs), rationale)
 
-
-# ---------------------------------------------------------------------------------------------- showing
 def highlight_html(tokens: Sequence[str], weights: Sequence[float] | Tensor) -> str:
-    """One sentence as ONE line of inline <span>s, each word's background opacity = its weight (0..1); render with
-    IPython.display.HTML."""
-    import html
-
+    """One sentence as ONE line of inline <span>s, each word's background opacity its weight (0..1)."""
     weights = [float(w) for w in weights]
     if len(weights) != len(tokens):
         raise ValueError(f"{len(tokens)} tokens but {len(weights)} weights: slice the weights to the sentence")
