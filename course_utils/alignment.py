@@ -33,12 +33,14 @@ _VERBS = {  # present -> (future, English 3rd person, English base form: one or 
     "prend": ("prendra", "takes", "take"), "cherche": ("cherchera", "looks for", "look for")}
 _REFLEXIVE_VERBS = {"lave": ("lavera", "washes", "wash"), "cache": ("cachera", "hides", "hide")}  # "se lave"
 
+
 class AlignedPair(NamedTuple):
     """A sentence pair with its gold alignment."""
     source: str  # French-like words joined by spaces
     target: str  # English-like words
     sure: frozenset[Link]  # S: links every annotator would mark
     possible: frozenset[Link]  # P ⊇ S: links an annotator may mark
+
 
 class _Builder:
     """Collects words on both sides and links by global position (each unit adds local links)."""
@@ -56,6 +58,7 @@ class _Builder:
         return AlignedPair(" ".join(self.fr), " ".join(self.en), frozenset(self.sure),
                            frozenset(self.sure | self.possible))
 
+
 def _noun_phrase(rng: random.Random, out: _Builder) -> None:
     noun = rng.choice(sorted(_NOUNS))
     english, gender = _NOUNS[noun]
@@ -72,6 +75,7 @@ def _noun_phrase(rng: random.Random, out: _Builder) -> None:
         out.add([det_fr, adj_fr, noun], [det_en, adj_en, english], sure=[(0, 0), (1, 1), (2, 2)])
     else:  # la voiture rouge -> the red car: swapped
         out.add([det_fr, noun, adj_fr], [det_en, adj_en, english], sure=[(0, 0), (1, 2), (2, 1)])
+
 
 def _verb_group(rng: random.Random, out: _Builder, reflexive: bool) -> None:
     verb = rng.choice(sorted(_REFLEXIVE_VERBS if reflexive else _VERBS))
@@ -98,6 +102,7 @@ def _verb_group(rng: random.Random, out: _Builder, reflexive: bool) -> None:
             possible.append((0, v))  # does - the verb: possible only
     out.add(fr, en, sure=sure, possible=possible)
 
+
 def _toy_pair(rng: random.Random) -> AlignedPair:
     """One random toy sentence (subject, verb group, object unless reflexive, full stop) with its gold alignment."""
     out = _Builder()
@@ -108,6 +113,7 @@ def _toy_pair(rng: random.Random) -> AlignedPair:
         _noun_phrase(rng, out)
     out.add(["."], ["."], sure=[(0, 0)])
     return out.pair()
+
 
 def toy_pairs(count: int, seed: int = 0) -> list[AlignedPair]:
     """`count` distinct toy sentences (distinct sources; the target is a function of the source), seeded."""
@@ -121,13 +127,16 @@ def toy_pairs(count: int, seed: int = 0) -> list[AlignedPair]:
                 return pairs
     raise ValueError(f"the toy grammar gave only {len(pairs)} distinct sentences; ask for fewer than {count}")
 
+
 def toy_course_data(pairs: Sequence[AlignedPair], seed: int = 0) -> CourseData:
     """The toy pairs as a CourseData (split 80/10/10 by source, vocabularies from train), ready for `train`."""
     return course_data_from_pairs([Pair(p.source, p.target) for p in pairs], seed=seed)
 
+
 def gold_by_pair(pairs: Iterable[AlignedPair]) -> dict[Pair, AlignedPair]:
     """Look up the gold alignment of a CourseData split's Pair."""
     return {Pair(p.source, p.target): p for p in pairs}
+
 
 class AlignmentScores(NamedTuple):
     """Och & Ney's measures of predicted links A against sure S and possible P."""
@@ -135,20 +144,24 @@ class AlignmentScores(NamedTuple):
     recall: float  # |A∩S| / |S|
     aer: float  # 1 - (|A∩S| + |A∩P|) / (|A| + |S|)
 
+
 def _counts(predicted: Iterable[Link], sure: Iterable[Link], possible: Iterable[Link]) -> tuple[int, int, int, int]:
     a, s, p = set(predicted), set(sure), set(possible)
     if not s <= p:
         raise ValueError(f"sure links must be possible too (S ⊆ P); {sorted(s - p)} are not: pass P including S")
     return len(a & s), len(a & p), len(a), len(s)
 
+
 def _scores(a_s: int, a_p: int, a: int, s: int) -> AlignmentScores:
     if a + s == 0:
         raise ValueError("no predicted and no sure links: AER is undefined; pass at least one sentence with links")
     return AlignmentScores(a_p / a if a else 0.0, a_s / s if s else 0.0, 1 - (a_s + a_p) / (a + s))
 
+
 def aer(predicted: Iterable[Link], sure: Iterable[Link], possible: Iterable[Link]) -> float:
     """Alignment error rate of one sentence (Och & Ney 2003): links are (t, s) pairs, S ⊆ P; 0 is perfect."""
     return _scores(*_counts(predicted, sure, possible)).aer
+
 
 def corpus_aer(predicted: Sequence[Iterable[Link]], gold: Sequence[AlignedPair]) -> AlignmentScores:
     """Precision, recall and AER over a corpus: the counts are summed over sentences first (as Och & Ney)."""
@@ -159,19 +172,23 @@ def corpus_aer(predicted: Sequence[Iterable[Link]], gold: Sequence[AlignedPair])
         totals = [x + y for x, y in zip(totals, _counts(links, pair.sure, pair.possible))]
     return _scores(*totals)
 
+
 def _matrix(weights: Tensor) -> Tensor:
     if not isinstance(weights, Tensor) or weights.dim() != 2:
         raise ValueError(f"weights must be a (T, S) tensor, got {getattr(weights, 'shape', type(weights))}")
     return weights.detach().float().cpu()
 
+
 def argmax_links(weights: Tensor) -> set[Link]:
     """weights (T, S) -> one link per row: (t, argmax_s weights[t, s])."""
     return {(t, int(s)) for t, s in enumerate(_matrix(weights).argmax(dim=1))}  # argmax (T,)
+
 
 def _threshold_links(weights: Tensor, threshold: float) -> set[Link]:
     """weights (T, S) -> every (t, s) with weights[t, s] >= threshold (a row may get none, or several)."""
     rows, cols = torch.nonzero(_matrix(weights) >= threshold, as_tuple=True)
     return {(int(t), int(s)) for t, s in zip(rows, cols)}
+
 
 def shifted_rows(weights: Tensor) -> Tensor:
     """Chen et al. (2020): the weights of step t + 1 (which reads output word t as input) align word t.
@@ -181,13 +198,16 @@ def shifted_rows(weights: Tensor) -> Tensor:
         raise ValueError("shifting needs the weights of at least two steps (a word and the <eos> step)")
     return matrix[1:]  # (T, S)
 
+
 def word_block(weights: Tensor, target_words: int, source_words: int) -> Tensor:
     """The words-by-words block of a decoder's (T + 1, S + 1) weights (<eos> row and column dropped), renormalised
     per row -> (T, S)."""
     block = _matrix(weights)[:target_words, :source_words]  # (T, S)
     return block / block.sum(dim=1, keepdim=True).clamp_min(1e-12)
 
+
 NULL = "<null>"  # the empty source word of IBM Model 1: target words aligned to it stay unaligned
+
 
 def ibm_model1(sentences: Sequence[tuple[Sequence[str], Sequence[str]]], iterations: int = 10,
                null: bool = True) -> dict[tuple[str, str], float]:
@@ -211,6 +231,7 @@ def ibm_model1(sentences: Sequence[tuple[Sequence[str], Sequence[str]]], iterati
     return dict(table) if iterations else {(e, f): uniform for f_words, e_words in pairs
                                            for e in e_words for f in f_words}
 
+
 def _ibm1_links(table: dict[tuple[str, str], float], source: Sequence[str], target: Sequence[str]) -> set[Link]:
     """Each target word to its most probable source word under t(e | f); no link when NULL wins (it wins ties)."""
     links = set()
@@ -220,6 +241,7 @@ def _ibm1_links(table: dict[tuple[str, str], float], source: Sequence[str], targ
             links.add((t, best - 1))
     return links
 
+
 def toy_model(kind: str, data: CourseData, mask_eos: bool = False, embedding_size: int = 32,
               hidden_size: int = 64) -> Seq2Seq:
     """A small Seq2Seq with attention `kind` for the toy task (a minute or two of CPU training); `mask_eos` builds
@@ -228,7 +250,9 @@ def toy_model(kind: str, data: CourseData, mask_eos: bool = False, embedding_siz
                          hidden_size=hidden_size, location_slots=16)
     return (EosMaskedSeq2Seq if mask_eos else Seq2Seq)(config)
 
+
 ALIGNERS = ("attention argmax", "attention threshold", "shifted attention", "saliency", "integrated gradients")
+
 
 def model_links(model: Seq2Seq, src_vocab, tgt_vocab, pair: AlignedPair, threshold: float = 0.3,
                 ig_steps: int = 16) -> dict[str, set[Link]]:
@@ -243,16 +267,19 @@ def model_links(model: Seq2Seq, src_vocab, tgt_vocab, pair: AlignedPair, thresho
             "saliency": argmax_links(attributions(model, src_ids, out_ids)[:T, :S]),
             "integrated gradients": argmax_links(attributions(model, src_ids, out_ids, ig_steps)[:T, :S])}
 
+
 def alignment_scores(model: Seq2Seq, data: CourseData, gold: Sequence[AlignedPair], threshold: float = 0.3,
                      ig_steps: int = 16) -> dict[str, AlignmentScores]:
     """Corpus precision, recall and AER of every ALIGNERS method of `model` on the `gold` pairs."""
     links = [model_links(model, data.src_vocab, data.tgt_vocab, pair, threshold, ig_steps) for pair in gold]
     return {method: corpus_aer([row[method] for row in links], gold) for method in ALIGNERS}
 
+
 def ibm1_scores(train: Sequence[AlignedPair], gold: Sequence[AlignedPair], iterations: int = 10) -> AlignmentScores:
     """IBM Model 1 (with NULL) trained, without links, on the `train` and `gold` sentences, scored on `gold`."""
     table = ibm_model1([(p.source.split(), p.target.split()) for p in [*train, *gold]], iterations)
     return corpus_aer([_ibm1_links(table, p.source.split(), p.target.split()) for p in gold], gold)
+
 
 def plot_alignment(ax, weights: Tensor, source_words: Sequence[str], target_words: Sequence[str],
                    gold: AlignedPair | None = None, links: Iterable[Link] = (), title: str = ""):

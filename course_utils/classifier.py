@@ -28,11 +28,13 @@ SUBJECTS = ("i", "he", "she", "you", "we", "they")  # the classes, in label orde
 _FRENCH_SUBJECTS = {"i": ("je", "j"), "he": ("il",), "she": ("elle",), "you": ("tu", "vous", "t"),
                    "we": ("nous", "on"), "they": ("ils", "elles")}  # normalised: "j'ai" -> "j ai", "t'es" -> "t es"
 
+
 def subject_label(english: str) -> int:
     """The class id of a normalised English sentence from its first word ("you re ..." -> SUBJECTS.index("you"))."""
     if (first := english.split(" ")[0]) not in SUBJECTS:
         raise ValueError(f"{english!r} does not start with a subject of {SUBJECTS}; filter with data.ENG_PREFIXES")
     return SUBJECTS.index(first)
+
 
 def gold_rationale(french: str, label: int) -> list[bool]:
     """True at the first French word that is a subject pronoun of class `label`; all False when there is none."""
@@ -40,12 +42,14 @@ def gold_rationale(french: str, label: int) -> list[bool]:
     first = next((i for i, word in enumerate(words) if word in pronouns), None)
     return [i == first for i in range(len(words))]
 
+
 class SubjectBatch(NamedTuple):
     """A padded batch of the subject task (no <eos>: every position is a word)."""
     words: Tensor   # (B, S) long, PAD_ID-padded
     mask: Tensor    # (B, S) bool, True on words
     labels: Tensor  # (B,) long, index into SUBJECTS
     gold: Tensor    # (B, S) bool, True on the gold rationale (the subject pronoun)
+
 
 def subject_batch(pairs: Sequence[Pair], vocab: Vocab) -> SubjectBatch:
     """French sentences as ids (unknown words -> UNK_ID), labels and gold rationales."""
@@ -57,6 +61,7 @@ def subject_batch(pairs: Sequence[Pair], vocab: Vocab) -> SubjectBatch:
     words = torch.tensor(ids, dtype=torch.long)  # (B, S)
     return SubjectBatch(words, words != PAD_ID, torch.tensor(labels), torch.tensor(gold))  # labels (B,)
 
+
 def _subject_batches(pairs: Sequence[Pair] | SubjectBatch, vocab: Vocab | None = None, batch_size: int = 64,
                     seed: int | None = None) -> Iterator[SubjectBatch]:
     """Batches in order, or shuffled with `seed`; each padded to its own longest sentence."""
@@ -67,11 +72,13 @@ def _subject_batches(pairs: Sequence[Pair] | SubjectBatch, vocab: Vocab | None =
         S = int(full.mask[rows].sum(dim=1).max())
         yield SubjectBatch(full.words[rows, :S], full.mask[rows, :S], full.labels[rows], full.gold[rows, :S])
 
+
 class ClassifierOutput(NamedTuple):
     """What every classifier here returns."""
     logits: Tensor    # (B, C)
     weights: Tensor   # (B, S): the weight of each word, 0 on padding
     sparsity: Tensor  # scalar: the mean over sentences of the fraction of words kept (0 without gates)
+
 
 class LectureAttentionClassifier(nn.Module):
     """EXHIBIT, the lecture's classifier simplified (1-layer LSTMs, trained embeddings, unpacked) with its two bugs
@@ -93,16 +100,19 @@ class LectureAttentionClassifier(nn.Module):
         sparsity_loss = (weights * ~mask).sum() / (~mask).sum().clamp(min=1)  # BUG 2: the mean over the PADDING
         return self.output(final[-1]), weights, sparsity_loss  # logits (B, C)
 
+
 def _run_gru(gru: nn.GRU, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
     """A packed GRU over (B, S, E): outputs (B, S, D*H), zero on padding, and the final state (B, D*H)."""
     outputs, final = gru(pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False))  # (D, B, H)
     outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=inputs.shape[1])  # (B, S, D*H)
     return outputs, torch.cat(list(final), dim=-1)  # (B, D*H)
 
+
 class AttentionClassifier(nn.Module):
     """The lecture's model, fixed: a bidirectional GRU gates each word, a packed GRU classifies the gated embeddings.
     selection "soft": gates sigmoid(score); "hard": exactly 0 or 1 (gate > 0.5), trained straight-through."""
     selects = "threshold"  # a word is selected when its weight is above 0.5
+
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
                  hidden_size: int = 64, selection: str = "soft"):
         super().__init__()
@@ -126,9 +136,11 @@ class AttentionClassifier(nn.Module):
         sparsity = (gates.sum(dim=1) / lengths.to(gates.device)).mean()  # per sentence, over its words only
         return ClassifierOutput(self.output(final), gates, sparsity)  # logits (B, C)
 
+
 class SoftAttentionClassifier(nn.Module):
     """Soft attention pooling: a learned query attends (dot product) over bidirectional GRU states; weights sum to 1."""
     selects = "argmax"  # the selection is the word with the largest weight
+
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
                  hidden_size: int = 64):
         super().__init__()
@@ -143,9 +155,11 @@ class SoftAttentionClassifier(nn.Module):
         context, weights = self.attention(self.query.expand(len(words), -1), keys, mask)  # (B, 2H), (B, S)
         return ClassifierOutput(self.output(context), weights, keys.new_zeros(()))  # logits (B, C)
 
+
 class BagOfWordsClassifier(nn.Module):
     """The baseline: logistic regression on word counts; `weights`: softmax of the words' predicted-class scores."""
     selects = "argmax"
+
     def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS)):
         super().__init__()
         self.word_scores = nn.Embedding(vocab_size, num_classes, padding_idx=PAD_ID)  # W^T: (V, C)
@@ -159,11 +173,13 @@ class BagOfWordsClassifier(nn.Module):
         chosen = scores.gather(2, predicted).squeeze(-1)  # (B, S): each word's score for the predicted class
         return ClassifierOutput(logits, masked_softmax(chosen, mask), logits.new_zeros(()))
 
+
 def _selected_words(model: nn.Module, output: ClassifierOutput, mask: Tensor) -> Tensor:
     """The words a model selects, (B, S) bool: gates above 0.5 or, per `model.selects`, the word of largest weight."""
     if model.selects == "threshold":
         return (output.weights > 0.5) & mask  # (B, S)
     return F.one_hot(output.weights.argmax(dim=-1), mask.shape[1]).bool() & mask  # (B, S)
+
 
 @dataclass
 class ClassifierConfig:
@@ -185,6 +201,7 @@ class ClassifierConfig:
         return {"gated": f"classifier-gated-{self.selection}-{self.sparsity_weight:g}"}.get(
             self.kind, f"classifier-{self.kind}")
 
+
 # The classifiers notebook 08 compares, by the label it prints; `python -m course_utils pretrain` caches them too.
 NOTEBOOK_CLASSIFIERS: dict[str, ClassifierConfig] = {
     "bag of words": ClassifierConfig(kind="bow"),
@@ -192,6 +209,7 @@ NOTEBOOK_CLASSIFIERS: dict[str, ClassifierConfig] = {
     "soft gates, λ=0.5": ClassifierConfig(selection="soft", sparsity_weight=0.5),
     **{f"hard gates, λ={w}": ClassifierConfig(selection="hard", sparsity_weight=w) for w in (0.0, 0.02, 0.05, 0.2)},
 }
+
 
 def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
     """The model `config.kind` names, seeded with config.seed."""
@@ -204,6 +222,7 @@ def build_classifier(config: ClassifierConfig, vocab_size: int) -> nn.Module:
     if config.kind == "bow":
         return BagOfWordsClassifier(vocab_size)
     raise ValueError(f"unknown classifier kind {config.kind!r}: choose 'gated', 'soft' or 'bow'")
+
 
 def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, config: ClassifierConfig,
                      log: Callable[[str], None] | None = print) -> list[dict]:
@@ -229,10 +248,12 @@ def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, conf
     model.eval()
     return history
 
+
 class ClassifierScores(NamedTuple):
     """Accuracy, and the selection against the gold rationale."""
     accuracy: float
     rationale: RationaleScores  # precision, recall (sentences with a gold pronoun), kept (all sentences)
+
 
 def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, batch_size: int = 256
                         ) -> ClassifierScores:
@@ -246,6 +267,7 @@ def evaluate_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, b
             golds, masks = golds + list(batch.gold), masks + list(batch.mask)
     rationale = rationale_scores(*(pad_sequence(rows, batch_first=True) for rows in (selections, golds, masks)))
     return ClassifierScores(correct / len(pairs), rationale)
+
 
 def highlight_html(tokens: Sequence[str], weights: Sequence[float] | Tensor) -> str:
     """One sentence as ONE line of inline <span>s, each word's background opacity its weight (0..1)."""

@@ -21,10 +21,12 @@ from course_utils.vocab import EOS_TOKEN
 __all__ = ["forced_batch", "attributions", "kendall_tau", "rank_agreement", "Erasure", "erasure_effects",
            "REPLACEMENTS", "sink_mass", "EosMaskedSeq2Seq", "rank_agreements", "bleu_with_attention", "mean_sink_mass"]
 
+
 class _ForcedBatch(NamedTuple):
     """Teacher-forced results, one entry per sentence."""
     token_log_probs: list[Tensor]  # (T_i,) log p(y_t | y_<t, x) of each output token
     attention: list[Tensor | None]  # (T_i, S_i) weights, or None for a model without attention
+
 
 @torch.no_grad()
 def forced_batch(model: Translator, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
@@ -44,6 +46,7 @@ def forced_batch(model: Translator, sources: Sequence[Sequence[int]], outputs: S
                 logps.append(picked[row, :t_len])
                 weights.append(None if out.attention is None else out.attention[row, :t_len, :s_len].cpu())
     return _ForcedBatch(logps, weights)
+
 
 def attributions(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int], steps: int = 0) -> Tensor:
     """How much each source position matters to each output token: src_ids (S,), out_ids (T,) -> (T, S) >= 0. steps 0:
@@ -68,6 +71,7 @@ def attributions(model: Seq2Seq, src_ids: Sequence[int], out_ids: Sequence[int],
         return grad[:, 0].norm(dim=-1).cpu()  # (T, S)
     return (embedded[0] * grad.mean(dim=1)).sum(dim=-1).abs().cpu()  # (T, S)
 
+
 def _leave_one_out(model: Translator, src_ids: Sequence[int], out_ids: Sequence[int]) -> Tensor:
     """The drop in log p(y_t) when source word s is deleted (EOS kept): src_ids (S,), out_ids (T,) -> (T, S - 1)."""
     if not (words := list(src_ids[:-1])):
@@ -75,6 +79,7 @@ def _leave_one_out(model: Translator, src_ids: Sequence[int], out_ids: Sequence[
     erased = [words[:s] + words[s + 1:] + [src_ids[-1]] for s in range(len(words))]
     full, *less = forced_batch(model, [list(src_ids)] + erased, [list(out_ids)] * (len(words) + 1)).token_log_probs
     return torch.stack([full - logp for logp in less], dim=1)  # (T, S - 1)
+
 
 def kendall_tau(x: Tensor, y: Tensor) -> float:
     """Kendall's tau-b between two score vectors of one length; nan when undefined."""
@@ -85,6 +90,7 @@ def kendall_tau(x: Tensor, y: Tensor) -> float:
     denominator = math.sqrt(float((dx != 0).sum()) * float((dy != 0).sum()))
     return float((dx * dy).sum()) / denominator if denominator else float("nan")
 
+
 def rank_agreement(attention: Tensor, importance: Tensor) -> float:
     """Mean Kendall tau over the rows of attention (T, S) and importance (T, S), nan rows skipped."""
     if attention.shape != importance.shape:
@@ -93,15 +99,18 @@ def rank_agreement(attention: Tensor, importance: Tensor) -> float:
     taus = [tau for a, i in zip(attention, importance) if not math.isnan(tau := kendall_tau(a, i))]
     return sum(taus) / len(taus) if taus else float("nan")
 
+
 class Erasure(NamedTuple):
     """What deleting one source word did, over the sentences tried."""
     changed: int  # translations that changed
     sentences: int  # sentences tried
     log_prob_drop: float  # mean drop of log P(original output | source) when the word is gone
 
+
 def _erase_word(words: Sequence[str], position: int) -> str:
     """The sentence without the word at `position`."""
     return " ".join(list(words[:position]) + list(words[position + 1:]))
+
 
 def _picks(received: Tensor, words: Sequence[str], rng: random.Random) -> dict[str, int] | None:
     """Positions of the most attended, a random and the least attended word (punctuation excluded)."""
@@ -109,6 +118,7 @@ def _picks(received: Tensor, words: Sequence[str], rng: random.Random) -> dict[s
         return None
     return {"most attended": max(positions, key=lambda j: float(received[j])), "random": rng.choice(positions),
             "least attended": min(positions, key=lambda j: float(received[j]))}
+
 
 def erasure_effects(model: Translator, src_vocab, tgt_vocab, sentences: Sequence[str],
                     seed: int = 0) -> dict[str, Erasure]:
@@ -129,7 +139,9 @@ def erasure_effects(model: Translator, src_vocab, tgt_vocab, sentences: Sequence
         effects[label] = Erasure(changed, len(chosen), sum(drops) / max(len(drops), 1))
     return effects
 
+
 REPLACEMENTS = ("uniform", "frozen")  # what _ReplacedAttention can put in place of the model's weights
+
 
 class _ReplacedState(NamedTuple):
     """The model's decoder state, and the weights "frozen" keeps: (B, S) after the first step, None before it."""
@@ -139,6 +151,7 @@ class _ReplacedState(NamedTuple):
     def index_select(self, index: Tensor) -> _ReplacedState:
         return _ReplacedState(self.inner.index_select(index),
                               None if self.frozen is None else self.frozen.index_select(0, index))  # frozen (N, S)
+
 
 class _ReplacedDecoder(Decoder):
     """A Bahdanau or Luong decoder whose every step attends with `mode` weights, fed through its step's `weights`."""
@@ -162,6 +175,7 @@ class _ReplacedDecoder(Decoder):
             weights = memory.mask.float() / memory.mask.sum(1, keepdim=True) if self.mode == "uniform" else state.frozen
         out = self.inner.step(prev_tokens, state.inner, memory, weights)
         return out._replace(state=_ReplacedState(out.state, out.weights if self.mode == "frozen" else None))
+
 
 class _ReplacedAttention(nn.Module):
     """`model` (left as it is, Bahdanau or Luong) decoding with `mode` weights at every step: "uniform" gives every
@@ -190,10 +204,12 @@ class _ReplacedAttention(nn.Module):
         decoded = self.decoder(teacher_forced_input(tgt), state, memory, teacher_forcing_ratio)  # (B, T, V)
         return Seq2SeqOutput(decoded.log_probs, decoded.weights)  # attention (B, T, S)
 
+
 class _SinkMass(NamedTuple):
     """Mean attention mass per output row on the source's <eos> and on its punctuation."""
     eos: float
     punctuation: float
+
 
 def sink_mass(attention: Tensor, source_tokens: Sequence[str]) -> _SinkMass:
     """attention (T, S) over `source_tokens` (S, ending with <eos>) -> _SinkMass."""
@@ -203,6 +219,7 @@ def sink_mass(attention: Tensor, source_tokens: Sequence[str]) -> _SinkMass:
     punctuation = [j for j, token in enumerate(source_tokens) if token != EOS_TOKEN and not token.isalnum()]
     return _SinkMass(float(attention[:, eos].sum(1).mean()), float(attention[:, punctuation].sum(1).mean()))
 
+
 class EosMaskedSeq2Seq(Seq2Seq):
     """A Seq2Seq that never attends to the source's <eos>: a remedy for the attention sink."""
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, object]:
@@ -210,6 +227,7 @@ class EosMaskedSeq2Seq(Seq2Seq):
         lengths = src_lengths.to(src.device)  # (B,)
         is_eos = lengths_to_mask(lengths, src.shape[1]) & ~lengths_to_mask(lengths - 1, src.shape[1])  # (B, S)
         return memory._replace(mask=memory.mask & ~is_eos), state  # a one-word source keeps its word
+
 
 def rank_agreements(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> dict[str, float]:
     """Mean Kendall tau between attention, saliency and leave-one-out importance (<eos> left out) on the references."""
@@ -224,11 +242,13 @@ def rank_agreements(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> di
             sums[key].append(rank_agreement(a, b))
     return {key: sum(values) / len(values) if values else float("nan") for key, values in sums.items()}
 
+
 def bleu_with_attention(model: Translator, src_vocab, tgt_vocab, pairs: Sequence, mode: str | None = None) -> float:
     """Greedy corpus BLEU with the model's own attention (mode None) or a REPLACEMENTS `mode`."""
     translator = model if mode is None else _ReplacedAttention(model, mode)
     outputs = translate_batch(translator, src_vocab, tgt_vocab, [p.source for p in pairs])
     return corpus_scores([o.text for o in outputs], [p.target for p in pairs]).bleu
+
 
 def mean_sink_mass(model: Translator, src_vocab, tgt_vocab, pairs: Sequence) -> _SinkMass:
     """_SinkMass averaged over `pairs`, each force-decoded on its reference."""

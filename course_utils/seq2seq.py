@@ -89,6 +89,7 @@ class Translator(Protocol):
 
     config: Any
     decoder: StepDecoder
+
     @property
     def device(self) -> torch.device: ...
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Any, Any]: ...

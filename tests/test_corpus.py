@@ -39,7 +39,6 @@ def zip_bytes(members: dict[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-
 # ---------------------------------------------------------------------------------------------- reading
 def test_all_three_layouts_give_the_same_pairs(tmp_path, tiny_lines, tiny_corpus_path):
     text = "\n".join(tiny_lines) + "\n"

@@ -75,7 +75,6 @@ def test_perplexity_is_exp_of_the_mean_nll_and_does_not_overflow():
     assert math.isfinite(perplexity(1e6))
 
 
-
 def test_smoothed_targets_is_pytorchs_target_distribution():
     from course_utils.loss import smoothed_targets
 

@@ -10,6 +10,7 @@ from course_utils.metrics import Scores, attention_entropy, corpus_scores, diago
 
 # ---------------------------------------------------------------- corpus_scores
 
+
 def test_corpus_scores_perfect_translation_is_100():
     refs = ["i am cold .", "he is very tall ."]
     scores = corpus_scores(refs, refs)

@@ -22,7 +22,6 @@ def check_embedding_lookup(student_fn: Callable[[torch.Tensor, torch.Tensor], to
     hint = ("F.one_hot(ids, num_classes=V) is (*, V) with V = weight.shape[0] (without num_classes its length "
             "is max(ids) + 1); make it float before the product (*, V) @ (V, E) -> (*, E)")
 
-
     def check(ids: torch.Tensor, got: object) -> None:
         expected = torch.nn.functional.embedding(ids, weight)  # (*, E)
         expect(isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(expected.shape),

@@ -45,6 +45,7 @@ def nb00_dot_attention() -> Shapes:
 def nb01_collate() -> Shapes:
     from course_utils import data
     from course_utils.vocab import Vocab
+
     def words(n: int, first: str) -> str:
         return " ".join(f"{first}{i}" for i in range(n))
 
