@@ -2,7 +2,9 @@
 
 - A **property of the method** (PROPERTIES: the sentence and its test) holds for any reasonable run: `check` asserts it
   in full mode and reports the runs of the evidence file (benchmarks/claims_evidence.py) or its own results file.
-- An **observation of one run** is printed as "stored run: X; this run: Y" and never asserted.
+- An **observation of one run** is shown beside the stored run's value and never asserted.
+
+Neither prints where it is made: `report()` shows them all at the end of a notebook, in one table.
 """
 from __future__ import annotations
 
@@ -163,6 +165,8 @@ class Claims:
         self.evidence, self.stored_run_file, self.fast = Path(evidence).resolve(), Path(stored_run), fast
         self.log = log if log is not None else (os.environ.get(LOG_ENV, "").strip() or None)
         self.record = record if record is not None else os.environ.get(_RECORD_ENV, "").strip() == "1"
+        self._properties: dict[str, bool] = {}  # name -> held on this run, in the order checked
+        self._observations: dict[str, tuple[str, str]] = {}  # name -> (stored run's value, this run's), as shown
 
     def _log(self, record: dict) -> None:
         if self.log:
@@ -182,18 +186,14 @@ class Claims:
                                              for record in run["properties"] if record["name"] == prop.name]
 
     def check(self, name: str, **values: Any) -> bool:
-        """Judge property `name` on this run's `values`, print and log one line; returns whether it held, and in full
-        mode raises AssertionError when it does not. Introduced in notebook 04."""
+        """Judge property `name` on this run's `values` and log it; returns whether it held, and in full mode raises
+        AssertionError when it does not. `report()` shows the verdict. Introduced in notebook 04."""
         prop = PROPERTIES[name]
         values = _plain(values)
         held = _holds(prop, values)
         self._log({"kind": "property", "name": name, "held": held, "values": values})
         if held or self.fast:
-            verdict = "holds" if held else "does not hold (fast mode: smoke-test models, not asserted)"
-            path, runs = self.evidence_values(prop)
-            judged = [_holds(prop, run) for run in runs]  # each stored run, by the property as defined now
-            evidence = f"; held in {sum(judged)} of {len(judged)} runs of {path}" if judged else ""
-            print(f"property: {prop.statement}: {verdict} on this run{evidence}")
+            self._properties[name] = held
             return held
         raise AssertionError(f"property {name!r} ({prop.statement}) does not hold on this run: {values}. It held in "
                              f"every run of {self.evidence_values(prop)[0]}: please report this run (seed, device, "
@@ -207,15 +207,38 @@ class Claims:
             return {}
 
     def observe(self, name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
-        """Print "stored run: X; this run: Y" for observation `name` ("06.sharpest_scorer"), log it, and store it when
-        recording in full mode. Never asserts; returns `value`. Introduced in notebook 04."""
+        """Log observation `name` ("06.sharpest_scorer") of this run, and store it when recording in full mode;
+        `report()` shows it beside the stored run's value (`show` formats both). Never asserts; returns `value`.
+        Introduced in notebook 04."""
         value = _plain(value)
         stored = self.stored_run()
+        before = show(stored[name]) if name in stored else "(none recorded)"
         if self.record and not self.fast:
             stored[name] = value
             self.stored_run_file.write_text(json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+            before = show(value)  # this run is the stored run
         self._log({"kind": "observation", "name": name, "value": value})
-        before = show(stored[name]) if name in stored else "(none recorded)"
-        mode = " (fast mode: smoke-test models)" if self.fast else ""
-        print(f"observation {name}: stored run {before}; this run{mode} {show(value)}")
+        self._observations[name] = (before, show(value))
         return value
+
+    def report(self) -> str:
+        """Print (and return) the notebook's claims in one table: each property, whether it held on this run and in
+        how many runs of its evidence; each observation, the stored run's value beside this run's. Introduced in
+        notebook 04."""
+        lines = ["(fast mode: smoke-test models; properties are reported, not asserted)"] if self.fast else []
+        if self._properties:
+            lines.append("Properties (asserted on your run; the evidence: many runs over seeds, devices, corpora)")
+            for name, held in self._properties.items():
+                prop = PROPERTIES[name]
+                path, runs = self.evidence_values(prop)
+                judged = [_holds(prop, run) for run in runs]  # each evidence run, by the property as defined now
+                evidence = f"held in {sum(judged)} of {len(judged)} runs of {path}" if judged else "no evidence runs"
+                lines.append(f"  {'holds' if held else 'does not hold'} on your run; {evidence}: {prop.statement}")
+        if self._observations:
+            lines.append("Observations (one run each: the stored run, then yours)")
+            width = max(map(len, self._observations))
+            for name, (stored, yours) in self._observations.items():
+                lines.append(f"  {name:{width}}  stored run: {stored}  |  your run: {yours}")
+        text = "\n".join(lines) or "(no properties or observations in this notebook)"
+        print(text)
+        return text

@@ -1,4 +1,5 @@
-"""claims: properties asserted on the learner's run, observations printed beside the stored run's; and the evidence
+"""claims: properties asserted on the learner's run, observations shown beside the stored run's (both in one report at
+the end of a notebook, nothing printed where they are made); and the evidence
 file (benchmarks/results/claims.json) that backs every property a notebook asserts."""
 import json
 import re
@@ -9,7 +10,7 @@ import pytest
 from course_utils import claims
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9A][0-9]_*.ipynb"))  # core, further and appendix (A1_...)
 EVIDENCE = ROOT / "benchmarks" / "results" / "claims.json"
 STORED_RUN = ROOT / "notebooks" / "stored_run.json"
 
@@ -43,7 +44,10 @@ def log_records(folder: Path) -> list[dict]:
 
 def test_a_property_that_holds_passes_and_is_logged(full_mode, capsys):
     assert full_mode.check("05.attention_wins_every_length_bucket", gains=[12.5, 0.1, 14.2]) is True
-    assert "property: attention beats no attention in every length bucket" in capsys.readouterr().out
+    assert capsys.readouterr().out == ""  # nothing where it is checked: the report at the end shows it
+    report = full_mode.report()
+    assert "holds on your run; held in " in report and "attention beats no attention in every length bucket" in report
+    assert report in capsys.readouterr().out
     (record,) = log_records(full_mode.folder)
     assert record == {"kind": "property", "name": "05.attention_wins_every_length_bucket", "held": True,
                       "values": {"gains": [12.5, 0.1, 14.2]}, "fast": False}
@@ -55,7 +59,9 @@ def test_a_property_that_fails_raises_in_full_mode_only(full_mode, capsys):
     assert log_records(full_mode.folder)[0]["held"] is False  # logged before it raised
     full_mode.fast = True
     assert full_mode.check("05.attention_wins_every_length_bucket", gains=[-1.0]) is False
-    assert "does not hold (fast mode: smoke-test models, not asserted)" in capsys.readouterr().out
+    report = full_mode.report()
+    assert report.startswith("(fast mode: smoke-test models; properties are reported, not asserted)")
+    assert "does not hold on your run" in report
 
 
 def test_values_are_logged_as_plain_json(full_mode):
@@ -64,16 +70,18 @@ def test_values_are_logged_as_plain_json(full_mode):
     assert log_records(full_mode.folder)[0]["values"] == {"gap": {"1.0": pytest.approx(1.7), "0.5": 0.4, "0.0": -0.01}}
 
 
-def test_an_observation_prints_the_stored_run_beside_this_run_and_never_asserts(full_mode, capsys):
+def test_an_observation_is_reported_beside_the_stored_run_and_never_asserts(full_mode, capsys):
     stored = {"06.sharpest_softest": ["lecture-scaled_general", "lecture-scaled_dot"]}
     full_mode.stored_run_file.write_text(json.dumps(stored))
     assert full_mode.observe("06.sharpest_softest", ["lecture-concat", "lecture-bahdanau"]) == ["lecture-concat",
                                                                                             "lecture-bahdanau"]
     full_mode.observe("06.new_thing", 0.25, show="{:.0%}".format)
-    out = capsys.readouterr().out.splitlines()
-    assert out[0] == ("observation 06.sharpest_softest: stored run ['lecture-scaled_general', 'lecture-scaled_dot']; "
-                      "this run ['lecture-concat', 'lecture-bahdanau']")
-    assert out[1] == "observation 06.new_thing: stored run (none recorded); this run 25%"
+    assert capsys.readouterr().out == ""  # nothing where it is made
+    out = full_mode.report().splitlines()
+    assert out[0] == "Observations (one run each: the stored run, then yours)"
+    assert out[1] == ("  06.sharpest_softest  stored run: ['lecture-scaled_general', 'lecture-scaled_dot']  |  "
+                      "your run: ['lecture-concat', 'lecture-bahdanau']")
+    assert out[2] == "  06.new_thing         stored run: (none recorded)  |  your run: 25%"
     assert [r["kind"] for r in log_records(full_mode.folder)] == ["observation", "observation"]
     assert json.loads(full_mode.stored_run_file.read_text()) == {"06.sharpest_softest": ["lecture-scaled_general",
                                                                                  "lecture-scaled_dot"]}
@@ -155,15 +163,16 @@ def test_a_property_with_its_own_results_file_held_in_every_run_of_it_over_three
         assert all(prop.holds(values) for values in runs), f"{prop.name} fails in a run of {path}"
 
 
-def test_the_property_line_judges_the_evidence_as_the_property_is_defined_now(tmp_path, capsys):
+def test_the_report_judges_the_evidence_as_the_property_is_defined_now(tmp_path):
     # a run logged as held under an earlier, looser threshold must not count now (as the evidence test judges it)
     evidence = tmp_path / "claims.json"
     logged = lambda unk: {"name": "07.never_writes_unk", "held": True, "values": {"unk_outputs": unk, "sources": 100}}
     evidence.write_text(json.dumps({"runs": [{"properties": [logged(0)]}, {"properties": [logged(5)]}]}))
     claims._evidence_runs.cache_clear()
     try:
-        claims.Claims(evidence, tmp_path / "stored_run.json", log=None).check("07.never_writes_unk", unk_outputs=0,
-                                                                             sources=100)
+        judge = claims.Claims(evidence, tmp_path / "stored_run.json", log=None)
+        judge.check("07.never_writes_unk", unk_outputs=0, sources=100)
+        report = judge.report()
     finally:
         claims._evidence_runs.cache_clear()
-    assert capsys.readouterr().out.rstrip().endswith(f"held in 1 of 2 runs of {evidence}")
+    assert f"holds on your run; held in 1 of 2 runs of {evidence}: " in report
