@@ -1,4 +1,4 @@
-"""`python -m course_utils`: the command line, course_utils.cli (its docstring lists the commands)."""
+"""`python -m course_utils`: the command line (course_utils.cli)."""
 import sys
 
 from course_utils.cli import main

@@ -1,16 +1,9 @@
 """Set up the course environment and open it, or run every test: the README's two commands.
 
-    python3 -m course_utils.bootstrap lab              # make .venv, install, check the data, open JupyterLab
-    python3 -m course_utils.bootstrap lab --headless   # same, but no browser: open the URL JupyterLab prints
-    python3 -m course_utils.bootstrap lab --ip 0.0.0.0 -- --ServerApp.token=secret   # after --: for JupyterLab
-    python3 -m course_utils.bootstrap test             # make or reuse .venv, run unit tests, nbval on every notebook
-                                                       # and, where Chromium is installed, the browser checks
-    python3 -m course_utils.bootstrap test -x -k attention   # arguments after `test` go to pytest
-
-Standard library only: this file runs with the bare ``python3`` of a fresh machine, before anything is installed.
-The environment is rebuilt only when ``requirements.txt`` or ``pyproject.toml`` change (a hash stamp in .venv).
-Mistakes (a missing ensurepip, a failed install, a bad option) end with a one-line error and exit status 1 or 2;
-`test` exits with pytest's status, and says so in one line when that is 5 (no tests collected).
+`python3 -m course_utils.bootstrap lab [--headless] [--ip IP] [--port PORT] [-- JUPYTERLAB ARGS...]` or `test
+[PYTEST ARGS...]`. Standard library only: it runs with the bare python3 of a fresh machine. .venv is reinstalled
+only when requirements.txt or pyproject.toml change. A mistake ends with one error line (status 1 or 2); `test`
+exits with pytest's status.
 """
 from __future__ import annotations
 
@@ -35,14 +28,13 @@ PYTEST_NO_TESTS = 5  # pytest's exit status when nothing was collected
 
 class BootstrapError(Exception):
     """A problem the user can fix; main() prints it as one line and exits with `status`."""
-
     def __init__(self, message: str, status: int = 1):
         super().__init__(message)
         self.status = status
 
 
 def venv_python() -> Path:
-    """Path of the environment's interpreter (POSIX and Windows layouts)."""
+    """The environment's interpreter (POSIX and Windows layouts)."""
     windows = VENV / "Scripts" / "python.exe"
     return windows if windows.exists() else VENV / "bin" / "python"
 
@@ -58,16 +50,17 @@ def requirements_hash() -> str:
     return digest.hexdigest()
 
 
-def run(command: list[str | Path], what: str) -> None:
-    """Run a command in the repository, echoing it; raise BootstrapError (status 1) naming `what` if it fails."""
+def run(command: list[str | Path], what: str | None, **options) -> int:
+    """Run a command in the repository, echoing it; its exit status, or BootstrapError naming `what` if that fails."""
     print("+", " ".join(str(part) for part in command), flush=True)
-    result = subprocess.run([str(part) for part in command], cwd=REPO)
-    if result.returncode != 0:
-        raise BootstrapError(f"{what} failed (exit status {result.returncode}); see the messages above")
+    status = subprocess.run([str(part) for part in command], cwd=REPO, **options).returncode
+    if status != 0 and what is not None:
+        raise BootstrapError(f"{what} failed (exit status {status}); see the messages above")
+    return status
 
 
 def create_venv() -> None:
-    """Create .venv with pip, or explain in one line why it cannot be done (and leave no half-made .venv)."""
+    """Create .venv with pip, or explain in one line why not (leaving no half-made .venv)."""
     if importlib.util.find_spec("ensurepip") is None:
         raise BootstrapError(f"{sys.executable} cannot create a virtual environment with pip (no ensurepip module): "
                              f"on Debian/Ubuntu run `apt-get install python3-venv` (or python{sys.version_info[0]}."
@@ -82,7 +75,7 @@ def create_venv() -> None:
 
 
 def ensure_environment() -> Path:
-    """Create .venv and install the pinned requirements plus the package (editable), if not done already."""
+    """Create .venv and install the pinned requirements plus the package (editable), unless already done."""
     if sys.version_info < (3, 11):  # noqa: UP036 (the bare python3 that runs this file may be older)
         raise BootstrapError(f"Python 3.11 or newer is needed, this is {sys.version.split()[0]}: "
                              "run the command with python3.11 (or newer)")
@@ -100,35 +93,17 @@ def ensure_environment() -> Path:
     return venv_python()
 
 
-def corpus_check_command(python: Path) -> list[str]:
-    """The command that finds (downloading if nothing is found) and verifies the corpus."""
-    return [str(python), "-m", "course_utils", "data", "check"]
-
-
-def is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def lab_command(python: Path, headless: bool, ip: str, port: int, jupyter_args: list[str]) -> list[str]:
-    """The JupyterLab command line: notebooks/ as its root, --allow-root as root, `jupyter_args` last."""
-    command = [str(python), "-m", "jupyter", "lab", f"--notebook-dir={REPO / 'notebooks'}", f"--ip={ip}",
-               f"--port={port}"]
-    if headless:
-        command.append("--no-browser")
-    if is_root():
-        command.append("--allow-root")
-    return command + list(jupyter_args)
-
-
 def open_lab(headless: bool, ip: str, port: int, jupyter_args: list[str]) -> None:
     """Check (or fetch) the corpus, then replace this process with JupyterLab on notebooks/."""
     python = ensure_environment()
-    check = subprocess.run(corpus_check_command(python), cwd=REPO)
-    if check.returncode != 0:
+    if subprocess.run([str(python), "-m", "course_utils", "data", "check"], cwd=REPO).returncode != 0:
         print("The corpus is not ready yet (see above); the notebooks will say the same until it is.", flush=True)
-    command = lab_command(python, headless, ip, port, jupyter_args)
-    if is_root():
+    command = [str(python), "-m", "jupyter", "lab", f"--notebook-dir={REPO / 'notebooks'}", f"--ip={ip}",
+               f"--port={port}", *(["--no-browser"] if headless else [])]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
         print("Running as root (a container?): passing --allow-root to JupyterLab.", flush=True)
+    command += jupyter_args
     if headless:
         host = "127.0.0.1" if ip in ("0.0.0.0", "::", "") else ip
         print(f"Headless: no browser is opened. Open the URL that JupyterLab prints below, in the lines after "
@@ -143,30 +118,25 @@ def open_lab(headless: bool, ip: str, port: int, jupyter_args: list[str]) -> Non
 
 
 def run_tests(pytest_args: list[str]) -> None:
-    """The browser checks (where Chromium exists), ruff over the tree, then unit tests and every notebook under
-    nbval in one pytest run, the notebooks in the fast mode (COURSE_FAST=1) unless the caller sets COURSE_FAST=0.
-    Collecting nothing (pytest's status 5) is never a pass."""
+    """The browser checks, ruff, then unit tests and every notebook under nbval in one pytest run (COURSE_FAST=1
+    unless the caller sets it). Collecting nothing (pytest's status 5) is never a pass."""
     python = ensure_environment()
     run_browser_check(python)  # first, so that pytest's summary is the run's last line
     run([python, "-m", "ruff", "check", "."], "ruff (the lint configured in pyproject.toml)")
-    command = [str(python), "-m", "pytest", "tests", "notebooks", "--nbval-lax",
-               "--nbval-sanitize-with", str(SANITIZE_FILE.relative_to(REPO)), "--nbval-cell-timeout", "900",
-               *pytest_args]
-    print("+", " ".join(command), flush=True)
-    result = subprocess.run(command, cwd=REPO, env={**os.environ, "COURSE_FAST": os.environ.get("COURSE_FAST", "1")})
-    if result.returncode == PYTEST_NO_TESTS:
+    status = run([python, "-m", "pytest", "tests", "notebooks", "--nbval-lax", "--nbval-sanitize-with",
+                  str(SANITIZE_FILE.relative_to(REPO)), "--nbval-cell-timeout", "900", *pytest_args], None,
+                 env={**os.environ, "COURSE_FAST": os.environ.get("COURSE_FAST", "1")})
+    if status == PYTEST_NO_TESTS:
         raise BootstrapError("pytest collected no tests (exit status 5): check the -k/-m expression or the paths "
                              "given after `test`", PYTEST_NO_TESTS)
-    if result.returncode != 0:
-        sys.exit(result.returncode)  # pytest's own summary above says what failed
+    if status != 0:
+        sys.exit(status)  # pytest's own summary above says what failed
 
 
 def run_browser_check(python: Path) -> None:
-    """Where Chromium and chromedriver exist: the explorer in JupyterLab started by `lab --headless` (the README's
-    command), then the offline site built by `python -m tools.site`, both in headless Chromium.
-    COURSE_BROWSER_CHECK=1 (set by CI) makes a missing browser an error instead of a note."""
-    have_browser = shutil.which("chromium") and shutil.which("chromedriver")
-    if not have_browser:
+    """Where Chromium and chromedriver exist: the explorer in JupyterLab (`lab --headless`) and the offline site, in
+    headless Chromium. COURSE_BROWSER_CHECK=1 (CI) makes a missing browser an error instead of a note."""
+    if not (shutil.which("chromium") and shutil.which("chromedriver")):
         if os.environ.get("COURSE_BROWSER_CHECK") == "1":
             raise BootstrapError("COURSE_BROWSER_CHECK=1 but chromium/chromedriver are missing: "
                                  "apt-get install -y chromium chromium-driver")
@@ -189,7 +159,7 @@ def port_number(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of the two commands (main() splits off what goes to JupyterLab or pytest before parsing)."""
+    """The parser of the two commands (parse() splits off what goes to JupyterLab or pytest first)."""
     parser = argparse.ArgumentParser(prog="python3 -m course_utils.bootstrap", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="{lab,test}")
     lab = sub.add_parser("lab", help="set up the environment and open the course in JupyterLab",
@@ -204,11 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """Parse the bootstrap's own options; returns them and the arguments for JupyterLab (lab) or pytest (test).
-
-    `lab`: everything after the first `--` goes to JupyterLab unchanged; anything else unknown is an error.
-    `test`: everything after `test` goes to pytest unchanged (a leading `--` is dropped), except a lone -h/--help.
-    """
+    """The bootstrap's own options and the arguments for JupyterLab (lab: all after the first `--`) or pytest (test:
+    all after `test`, a leading `--` dropped, except a lone -h/--help)."""
     parser = build_parser()
     if argv[:1] == ["test"] and argv[1:] not in (["-h"], ["--help"]):
         passed = argv[1:]

@@ -1,12 +1,4 @@
-"""The command line's `data` and `translate` commands, and the small helpers every command uses.
-
-    python -m course_utils data check     # find (or download) the corpus and verify it
-    python -m course_utils data stats     # read/kept counts, vocabulary and split sizes, example pairs
-    python -m course_utils translate --checkpoint model.pt "je suis tres fatigue ."  # or lines on stdin
-
-Each command is a function `cmd_<name>(args)` with an `add_<name>_parser(commands)` next to it; course_utils.cli
-registers them. Heavy modules are imported inside the functions so that `--help` is instant.
-"""
+"""The command line's `data` and `translate` commands, and the helpers every command uses."""
 from __future__ import annotations
 
 import argparse
@@ -22,17 +14,15 @@ def _error(message: str, status: int = 1) -> int:
 
 
 def _check_device(device: str) -> str | None:
-    """None when `device` can be used here, else the one-line reason (runtime.resolve_device's message)."""
+    """The one-line reason why `device` cannot be used here; None when it can."""
     from course_utils.runtime import resolve_device
 
     try:
         resolve_device(device)
     except ValueError as error:
         return str(error)
-    return None
 
 
-# ---------------------------------------------------------------------------------------------------------- data
 def cmd_data_check(args: argparse.Namespace) -> int:
     """Locate the corpus (downloading it if allowed), verify it, print where it is and what it holds."""
     from course_utils import corpus, data
@@ -44,7 +34,7 @@ def cmd_data_check(args: argparse.Namespace) -> int:
     except corpus.CorpusError as error:
         return _error(str(error))
     print(report)
-    try:  # readable is not enough: the course filters the pairs; say when too few are left to train on
+    try:  # readable is not enough: say when too few pairs are left to train on
         problem = enough_pairs_problem(data.load_course_data(path=path, log=None))
     except data.CorpusError as error:
         problem = str(error)
@@ -67,14 +57,11 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
 
 
 def add_data_parser(commands: argparse._SubParsersAction) -> None:
-    """`data check` and `data stats`."""
     data_parser = commands.add_parser("data", help="find, verify and describe the corpus")
     data_commands = data_parser.add_subparsers(dest="data_command", metavar="{check,stats}", required=True)
-
     check = data_commands.add_parser("check", help="locate/download the corpus and verify it")
     check.add_argument("--no-download", action="store_true", help="fail instead of downloading")
     check.set_defaults(func=cmd_data_check)
-
     stats = data_commands.add_parser("stats", help="pair counts, vocabulary and split sizes, examples")
     stats.add_argument("--path", default=None, help="corpus file or archive (default: the usual search order)")
     stats.add_argument("--forward", action="store_true", help="English->French instead of French->English")
@@ -85,22 +72,18 @@ def add_data_parser(commands: argparse._SubParsersAction) -> None:
     stats.set_defaults(func=cmd_data_stats)
 
 
-# ---------------------------------------------------------------------------------------------------- translate
 def cmd_translate(args: argparse.Namespace) -> int:
     """Translate the sentence argument, or every line of standard input."""
     from course_utils.checkpoints import CheckpointError
-    from course_utils.runtime import resolve_device
     from course_utils.translate import attention_table, prepare_source, source_warnings, translate
     from course_utils.zoo import load_checkpoint
 
-    if args.beam < 1:  # every option is checked before the checkpoint is loaded or any input is read
+    if args.beam < 1:  # every option is checked before the checkpoint is loaded or stdin is read
         return _error(f"--beam must be at least 1, got {args.beam}", 2)
     if args.batch_size < 1:
         return _error(f"--batch-size must be at least 1, got {args.batch_size}", 2)
-    try:
-        resolve_device(args.device)
-    except ValueError as error:
-        return _error(str(error), 2)
+    if problem := _check_device(args.device):
+        return _error(problem, 2)
     try:
         trained = load_checkpoint(args.checkpoint, device=args.device)
     except CheckpointError as error:
@@ -120,13 +103,11 @@ def cmd_translate(args: argparse.Namespace) -> int:
         print(f"note: {message}", file=sys.stderr)
     print(translation.text)
     if args.show_attention:
-        print()
-        print(attention_table(translation))
+        print(f"\n{attention_table(translation)}")
     return 0
 
 
 def add_translate_parser(commands: argparse._SubParsersAction) -> None:
-    """`translate`."""
     parser = commands.add_parser("translate", help="translate a sentence, or standard input line by line")
     parser.add_argument("sentence", nargs="?", default=None,
                         help="raw French text (normalised like the corpus); omit to read lines from stdin")

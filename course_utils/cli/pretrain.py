@@ -1,34 +1,24 @@
-"""Prepare a class: train and cache, ahead of time, every model the notebooks load.
+"""`pretrain`: train and cache, before class, every model the notebooks load (or export/import them as one zip).
 
-    python -m course_utils pretrain            # the lecture models of notebooks 04-07 and 09, then notebook 08's
-                                               # seven classifiers (README, "Before class", says how long they take)
-    python -m course_utils pretrain --fast     # their fast-mode smoke-test models, seconds each
-    python -m course_utils pretrain --no-classifiers   # the translators only
-    python -m course_utils pretrain --export class-models.zip   # then all of them in one archive for the class
-    python -m course_utils pretrain --import class-models.zip   # a student: the lecturer's models, nothing trained
-    results = pretrain()                       # the same from Python; returns one PretrainResult per model
-
-Each model is loaded or trained by zoo.load_or_train and cached where the notebooks look for it; a model already
-cached is loaded (which checks that it matches the corpus) and skipped. With COURSE_MODELS_ARCHIVE set, the models
-missing here are first imported from that archive (zoo.import_from_env).
+A model already cached is loaded (which checks it against the corpus) and skipped; with COURSE_MODELS_ARCHIVE set,
+missing models are first imported from that archive.
 """
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from course_utils.cli.commands import _error
 from course_utils.runtime import Log, reporter
 
 __all__ = ["PretrainResult", "pretrain", "cmd_pretrain", "add_pretrain_parser"]
 
 
 class PretrainResult(NamedTuple):
-    """What pretrain did with one model: status "cached" (loaded, nothing trained), "trained", or "failed" (a cached
-    model that does not match the corpus or recipe; `message` says how to fix it)."""
+    """What pretrain did with one model: status "cached", "trained" or "failed" (`message` says how to fix it)."""
     name: str
     path: str
     status: str
@@ -42,10 +32,8 @@ def _modified(path: Path) -> int | None:
 
 def pretrain(names: Sequence[str] | None = None, fast: bool = False, progress: bool = True, retrain: bool = False,
              log: Log = print, classifiers: bool = True) -> list[PretrainResult]:
-    """Load or train, in order, the models `names` (recipes and/or notebook classifier cache names such as
-    "classifier-bow"; default zoo.NOTEBOOK_MODELS, then, with classifiers=True, notebook 08's classifiers), each
-    cached in `fast`'s mode; retrain: train even the cached ones; log: a line per step (None: silent).
-    Returns one PretrainResult per name. KeyError for an unknown name, before anything trains."""
+    """Load or train, in order, the models `names` (recipes and/or classifiers such as "classifier-bow"; default:
+    zoo.NOTEBOOK_MODELS, then notebook 08's classifiers). KeyError for an unknown name, before anything trains."""
     from course_utils import zoo
     from course_utils.checkpoints import CheckpointError
     from course_utils.corpus import display_path
@@ -67,8 +55,7 @@ def pretrain(names: Sequence[str] | None = None, fast: bool = False, progress: b
         where, step = display_path(paths[name]), f"[{k}/{len(names)}]"
         cached, before = paths[name].exists() and not retrain, _modified(paths[name])
         if not cached:
-            say(f"{step} training {name}{mode}: about {zoo.minutes(estimates[name])}; cached at "
-                f"{where}")
+            say(f"{step} training {name}{mode}: about {zoo.minutes(estimates[name])}; cached at {where}")
         started = time.perf_counter()
         try:
             zoo.load_or_train(name, course, retrain=retrain, progress=progress, log=None, fast=fast)
@@ -92,58 +79,41 @@ def pretrain(names: Sequence[str] | None = None, fast: bool = False, progress: b
     return results
 
 
-def _import_archive(path: str, fast: bool | None) -> int:
-    """`pretrain --import FILE`: the archive checked in full, then its models cached; nothing trains."""
-    from course_utils import zoo
-
-    names = zoo.import_models(path, fast=fast, log=print)
-    absent = [name for name in (*zoo.NOTEBOOK_MODELS, *zoo.notebook_classifiers()) if name not in names]
-    print(f"imported {len(names)} model(s) from {path}; nothing was trained: the notebooks load the lecturer's models"
-          + (f"; not in the archive (trained when a notebook needs them): {', '.join(absent)}" if absent else ""))
-    return 0
-
-
-def _export_archive(path: str, results: Sequence[PretrainResult], fast: bool) -> int:
-    """`pretrain --export FILE`: after pretrain, the models of `results` in one archive; 1 when a model failed."""
-    from course_utils import zoo
-
-    failed = [result.name for result in results if result.status == "failed"]
-    if failed:
-        print(f"error: not exported: {', '.join(failed)} did not fit (see above); retrain them, then export again",
-              file=sys.stderr)
-        return 1
-    members = zoo.export_models(path, [result.name for result in results], fast=fast)
-    print(f"exported {len(members)} {'fast-mode' if fast else 'full-mode'} model(s) to {path} "
-          f"({Path(path).stat().st_size / 1e6:.1f} MB); students run: python -m course_utils pretrain --import "
-          f"{Path(path).name}")
-    return 0
-
-
 def cmd_pretrain(args: argparse.Namespace) -> int:
-    """`pretrain`: exit status 0 when every model is cached afterwards (and exported or imported), 1 otherwise."""
+    """`pretrain`: 0 when every model is cached afterwards (and exported or imported), 1 otherwise."""
     from course_utils import zoo
     from course_utils.data import CorpusError
     from course_utils.runtime import set_threads
 
     try:
-        if args.import_path:
+        if args.import_path:  # every model of the archive is checked before any is cached; nothing trains
             if args.names or args.retrain or args.no_classifiers:
                 raise zoo.ArchiveError("--import takes no model names, --retrain or --no-classifiers: it imports "
                                        "every model of the archive and trains nothing")
-            return _import_archive(args.import_path, fast=True if args.fast else None)
+            names = zoo.import_models(args.import_path, fast=args.fast or None, log=print)
+            absent = [name for name in (*zoo.NOTEBOOK_MODELS, *zoo.notebook_classifiers()) if name not in names]
+            print(f"imported {len(names)} model(s) from {args.import_path}; nothing was trained: the notebooks load "
+                  "the lecturer's models" + (f"; not in the archive (trained when a notebook needs them): "
+                                             f"{', '.join(absent)}" if absent else ""))
+            return 0
         set_threads(log=print)
         results = pretrain(args.names or None, fast=args.fast, progress=not args.no_progress, retrain=args.retrain,
                            classifiers=not args.no_classifiers)
+        failed = [result.name for result in results if result.status == "failed"]
+        if args.export and failed:
+            return _error(f"not exported: {', '.join(failed)} did not fit (see above); retrain them, then export again")
         if args.export:
-            return _export_archive(args.export, results, fast=args.fast)
+            members = zoo.export_models(args.export, [result.name for result in results], fast=args.fast)
+            path = Path(args.export)
+            print(f"exported {len(members)} {'fast-mode' if args.fast else 'full-mode'} model(s) to {args.export} "
+                  f"({path.stat().st_size / 1e6:.1f} MB); students run: python -m course_utils pretrain --import "
+                  f"{path.name}")
     except (KeyError, CorpusError, zoo.ArchiveError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0 if all(result.status != "failed" for result in results) else 1
+        return _error(str(error))
+    return 1 if failed else 0
 
 
 def add_pretrain_parser(commands: argparse._SubParsersAction) -> None:
-    """`pretrain`."""
     parser = commands.add_parser("pretrain", help="train and cache every model the notebooks load (before class)")
     parser.add_argument("names", nargs="*", help="recipes and/or classifiers (classifier-bow, ...) to prepare "
                         "(default: the lecture models the notebooks load, then notebook 08's seven classifiers)")
