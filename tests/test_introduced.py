@@ -10,8 +10,8 @@ test follows any split or rename; `__main__`, `bootstrap` and private names are 
   an attribute of a course_utils module it imported (`x.name`, `course_utils.x.name`). A re-exported object is
   one object: it is checked once, under the module that defines it (`obj.__module__`), and a use through any
   module that exposes it counts.
-* A tagged object used by some notebook: the tag's first number is the first notebook (`notebooks/NN_*.ipynb`)
-  that uses it. A tagged object used by no notebook: the tag names an existing notebook whose topic the object
+* A tagged object used by some notebook: the tag's first number is the first notebook (`notebooks/NN_*.ipynb`, then
+  the appendices `notebooks/An_*.ipynb`, tagged "Introduced in appendix A2") that uses it. A tagged object used by no notebook: the tag names an existing notebook whose topic the object
   belongs to (a result type the notebook reads back, a helper that a function the notebook calls relies on).
 
 Module-level constants are covered by their module docstring's tag and are not checked here.
@@ -37,7 +37,7 @@ import course_utils  # noqa: E402
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PACKAGE = "course_utils"
 SKIPPED_MODULES = {"__main__", "bootstrap"}
-TAG = re.compile(r"Introduced\s+in\s+notebooks?\s+(\d+)")
+TAG = re.compile(r"Introduced\s+in\s+(?:notebooks?|appendix)\s+(\d+|A\d)")
 PACKAGE_ONLY = "Used by the package, not a notebook"
 MAGIC = re.compile(r"^\s*[%!]")  # IPython magics and shell escapes are not Python
 
@@ -161,20 +161,21 @@ def course_utils_uses(code_cells: list[str]) -> set[tuple[str, str]]:
     return imported | attributes
 
 
-def notebook_paths() -> dict[int, Path]:
-    """{NN: notebooks/NN_*.ipynb}, in order."""
-    paths = {int(path.name[:2]): path for path in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
+def notebook_paths() -> dict[str, Path]:
+    """{"NN" or "An": notebooks/NN_*.ipynb and the appendices notebooks/An_*.ipynb}, in reading order: the numbered
+    notebooks, then the appendices."""
+    paths = {path.name[:2]: path for path in NOTEBOOKS.glob("[0-9A][0-9]_*.ipynb")}
     assert paths, f"no notebooks found in {NOTEBOOKS}"
-    return dict(sorted(paths.items()))
+    return dict(sorted(paths.items(), key=lambda item: (item[0].startswith("A"), item[0])))
 
 
-PREVIEW = 0  # notebook 00 previews the course with the package's trained models and functions; it opens none up
+PREVIEW = "00"  # notebook 00 previews the course with the package's trained models and functions; it opens none up
 
 
-def first_uses(exposed: dict[tuple[str, str], int]) -> dict[int, int]:
+def first_uses(exposed: dict[tuple[str, str], int]) -> dict[int, str]:
     """{id(obj): the first notebook whose code uses it}, through any module that exposes the object (notebook 00,
     the preview, introduces nothing: an object is introduced where a notebook dissects it)."""
-    first_use: dict[int, int] = {}
+    first_use: dict[int, str] = {}
     for number, path in notebook_paths().items():
         if number == PREVIEW:
             continue
@@ -194,26 +195,28 @@ def missing_imports(modules: dict[str, object]) -> list[str]:
         imported, _ = notebook_uses(code_cells(path))
         for module, name in sorted(imported):
             if module not in modules or not hasattr(modules[module], name):
-                missing.append(f"notebook {number:02d}: from {module} import {name}")
+                missing.append(f"notebook {number}: from {module} import {name}")
     return missing
 
 
-def tagged_notebook(doc: str) -> int | None:
-    """The first notebook number after "Introduced in", or None without a tag."""
+def tagged_notebook(doc: str) -> str | None:
+    """The first notebook after "Introduced in" ("05", or "A2" for an appendix), or None without a tag."""
     match = TAG.search(doc)
-    return int(match.group(1)) if match else None
+    if not match:
+        return None
+    return match.group(1) if match.group(1).startswith("A") else f"{int(match.group(1)):02d}"
 
 
-def check_tag(item: PublicObject, first_use: int | None, notebooks: set[int]) -> str | None:
+def check_tag(item: PublicObject, first_use: str | None, notebooks: set[str]) -> str | None:
     """What is wrong with one object's tag, or None."""
     tagged = tagged_notebook(item.doc)
     package_only = PACKAGE_ONLY in " ".join(item.doc.split())
-    used = f"first used in notebook {first_use:02d}" if first_use is not None else "used by no notebook"
+    used = f"first used in notebook {first_use}" if first_use is not None else "used by no notebook"
     if package_only:
         return f"{item.qualname}: '{PACKAGE_ONLY}' tag ({used}): remove it; __all__ and underscores say what is public"
     if tagged is None:
         return None
-    current = f"notebook {tagged:02d}"
+    current = f"notebook {tagged}"
     if first_use is not None and tagged != first_use:
         return f"{item.qualname}: tag says {current}, {used}"
     if tagged is not None and tagged not in notebooks:
@@ -266,23 +269,28 @@ def test_a_re_exported_object_is_one_object_exposed_under_both_names():
 
 def test_the_rule_for_used_unused_and_untagged_objects():
     def problem(doc, first_use):
-        return check_tag(PublicObject("course_utils.m.f", None, doc), first_use, notebooks={1, 2, 3, 4, 5, 6})
+        return check_tag(PublicObject("course_utils.m.f", None, doc), first_use,
+                         notebooks={"01", "02", "03", "04", "05", "06", "A2"})
 
-    assert problem("Introduced in notebook 05.", 5) is None
-    assert problem("Introduced in notebooks 03 and 05.", 3) is None
-    assert "first used in notebook 04" in problem("Introduced in notebook 05.", 4)
-    assert problem("No tag.", 2) is None
+    assert problem("Introduced in notebook 05.", "05") is None
+    assert problem("Introduced in notebooks 03 and 05.", "03") is None
+    assert "first used in notebook 04" in problem("Introduced in notebook 05.", "04")
+    assert problem("Introduced in appendix A2.", "A2") is None
+    assert "first used in notebook 04" in problem("Introduced in appendix A2.", "04")
+    assert problem("No tag.", "02") is None
     assert problem("No tag.", None) is None
     assert problem("Introduced in notebook 03 (the decoder's result type).", None) is None
     assert "remove it" in problem("Used by the package,\n    not a notebook.", None)
-    assert "remove it" in problem("Used by the package, not a notebook.", 2)
+    assert "remove it" in problem("Used by the package, not a notebook.", "02")
     assert "does not exist" in problem("Introduced in notebook 09.", None)
+    assert "does not exist" in problem("Introduced in appendix A7.", None)
 
 
 def test_tags_are_parsed_from_the_first_number():
-    assert tagged_notebook("Blah. Introduced in notebook 05.") == 5
-    assert tagged_notebook("Introduced in notebooks 03 and 04.") == 3
-    assert tagged_notebook("Introduced in\n    notebook 03 (assembled) and 05 (trained).") == 3
+    assert tagged_notebook("Blah. Introduced in notebook 05.") == "05"
+    assert tagged_notebook("Introduced in notebooks 03 and 04.") == "03"
+    assert tagged_notebook("Introduced in\n    notebook 03 (assembled) and 05 (trained).") == "03"
+    assert tagged_notebook("Introduced in appendix A2 (speed).") == "A2"
     assert tagged_notebook("No tag here.") is None
 
 
