@@ -11,8 +11,9 @@ test follows any split or rename; `__main__`, `bootstrap` and private names are 
   one object: it is checked once, under the module that defines it (`obj.__module__`), and a use through any
   module that exposes it counts.
 * A tagged object used by some notebook: the tag's first number is the first notebook (`notebooks/NN_*.ipynb`, then
-  the appendices `notebooks/An_*.ipynb`, tagged "Introduced in appendix A2") that uses it. A tagged object used by no notebook: the tag names an existing notebook whose topic the object
-  belongs to (a result type the notebook reads back, a helper that a function the notebook calls relies on).
+  the appendices `notebooks/An_*.ipynb`, tagged "Introduced in appendix A2") that uses it. A tagged object used
+  by no notebook: the tag names an existing notebook whose topic the object belongs to (a result type the notebook
+  reads back, a helper that a function the notebook calls relies on).
 
 Module-level constants are covered by their module docstring's tag and are not checked here.
 """
