@@ -221,8 +221,8 @@ class Claims:
         self._observations[name] = (before, show(value))
         return value
 
-    def report(self) -> str:
-        """Print (and return) the notebook's claims in one table: each property, whether it held on this run and in
+    def report(self) -> None:
+        """Print the notebook's claims in one table: each property, whether it held on this run and in
         how many runs of its evidence; each observation, the stored run's value beside this run's. Introduced in
         notebook 04."""
         lines = ["(fast mode: smoke-test models; properties are reported, not asserted)"] if self.fast else []
@@ -239,6 +239,4 @@ class Claims:
             width = max(map(len, self._observations))
             for name, (stored, yours) in self._observations.items():
                 lines.append(f"  {name:{width}}  stored run: {stored}  |  your run: {yours}")
-        text = "\n".join(lines) or "(no properties or observations in this notebook)"
-        print(text)
-        return text
+        print("\n".join(lines) or "(no properties or observations in this notebook)")

@@ -45,9 +45,9 @@ def log_records(folder: Path) -> list[dict]:
 def test_a_property_that_holds_passes_and_is_logged(full_mode, capsys):
     assert full_mode.check("05.attention_wins_every_length_bucket", gains=[12.5, 0.1, 14.2]) is True
     assert capsys.readouterr().out == ""  # nothing where it is checked: the report at the end shows it
-    report = full_mode.report()
+    assert full_mode.report() is None  # printed, not returned (a notebook cell would show it twice)
+    report = capsys.readouterr().out
     assert "holds on your run; held in " in report and "attention beats no attention in every length bucket" in report
-    assert report in capsys.readouterr().out
     (record,) = log_records(full_mode.folder)
     assert record == {"kind": "property", "name": "05.attention_wins_every_length_bucket", "held": True,
                       "values": {"gains": [12.5, 0.1, 14.2]}, "fast": False}
@@ -59,7 +59,9 @@ def test_a_property_that_fails_raises_in_full_mode_only(full_mode, capsys):
     assert log_records(full_mode.folder)[0]["held"] is False  # logged before it raised
     full_mode.fast = True
     assert full_mode.check("05.attention_wins_every_length_bucket", gains=[-1.0]) is False
-    report = full_mode.report()
+    capsys.readouterr()
+    full_mode.report()
+    report = capsys.readouterr().out
     assert report.startswith("(fast mode: smoke-test models; properties are reported, not asserted)")
     assert "does not hold on your run" in report
 
@@ -77,7 +79,8 @@ def test_an_observation_is_reported_beside_the_stored_run_and_never_asserts(full
                                                                                             "lecture-bahdanau"]
     full_mode.observe("06.new_thing", 0.25, show="{:.0%}".format)
     assert capsys.readouterr().out == ""  # nothing where it is made
-    out = full_mode.report().splitlines()
+    full_mode.report()
+    out = capsys.readouterr().out.splitlines()
     assert out[0] == "Observations (one run each: the stored run, then yours)"
     assert out[1] == ("  06.sharpest_softest  stored run: ['lecture-scaled_general', 'lecture-scaled_dot']  |  "
                       "your run: ['lecture-concat', 'lecture-bahdanau']")
@@ -163,7 +166,7 @@ def test_a_property_with_its_own_results_file_held_in_every_run_of_it_over_three
         assert all(prop.holds(values) for values in runs), f"{prop.name} fails in a run of {path}"
 
 
-def test_the_report_judges_the_evidence_as_the_property_is_defined_now(tmp_path):
+def test_the_report_judges_the_evidence_as_the_property_is_defined_now(tmp_path, capsys):
     # a run logged as held under an earlier, looser threshold must not count now (as the evidence test judges it)
     evidence = tmp_path / "claims.json"
     logged = lambda unk: {"name": "07.never_writes_unk", "held": True, "values": {"unk_outputs": unk, "sources": 100}}
@@ -172,7 +175,8 @@ def test_the_report_judges_the_evidence_as_the_property_is_defined_now(tmp_path)
     try:
         judge = claims.Claims(evidence, tmp_path / "stored_run.json", log=None)
         judge.check("07.never_writes_unk", unk_outputs=0, sources=100)
-        report = judge.report()
+        judge.report()
     finally:
         claims._evidence_runs.cache_clear()
+    report = capsys.readouterr().out
     assert f"holds on your run; held in 1 of 2 runs of {evidence}: " in report
