@@ -15,13 +15,13 @@ from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.train import TrainConfig, make_optimizer, train_step
 from course_utils.vocab import EOS_ID, SPECIAL_TOKENS
 
-__all__ = ["TOY_LENGTHS", "toy_copy_batch", "ToyScore", "train_and_score_toy", "pick_example"]
+__all__ = ["toy_copy_batch", "ToyScore", "train_and_score_toy", "pick_example"]
 
-TOY_LENGTHS = (5, 25)  # the toy sequences' shortest and longest length (symbols, EOS not counted)
+_LENGTHS = (5, 25)  # the toy sequences' shortest and longest length (symbols, EOS not counted)
 _SYMBOLS = 10  # the toy vocabulary: ids after the special tokens (<pad> <sos> <eos> <unk>)
 
 
-def toy_copy_batch(count: int, lengths: tuple[int, int] = TOY_LENGTHS, seed: int = 0) -> Batch:
+def toy_copy_batch(count: int, lengths: tuple[int, int] = _LENGTHS, seed: int = 0) -> Batch:
     """`count` random sequences of `_SYMBOLS` symbols, of lengths drawn from lengths (both ends included), each the
     target of itself; EOS ends every source and target, as in the course's batches. Introduced in notebook 00."""
     generator = torch.Generator().manual_seed(seed)
