@@ -63,6 +63,13 @@ def _eos_mask_evidence(results: Mapping[str, Any]) -> list[dict]:
 
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in [
+    Property("00.attention_holds_with_length", "copying random sequences, the model without attention loses more than "
+             "0.3 of its accuracy from the shortest to the longest, the model with attention less than two thirds as "
+             "much, and at the longest length attention is more than 0.4 ahead",
+             lambda v: v["none"][0] - v["none"][-1] > 0.3 and v["bahdanau"][0] - v["bahdanau"][-1]
+             < (v["none"][0] - v["none"][-1]) * 2 / 3 and v["bahdanau"][-1] > v["none"][-1] + 0.4,
+             ("bottleneck_toy.json", lambda results: [{"none": r["none"], "bahdanau": r["bahdanau"]}
+                                                      for r in results["runs"]])),
     Property("04.seed_noise_matters", "for the scaled Luong recipes the seed spread is larger than one run's bootstrap "
              "standard error; for Bahdanau and concat the two are within a factor of 2",
              lambda v: all(v["bootstrap_se"][n] < v["seed_sd"][n] for n in ("lecture-scaled_dot",

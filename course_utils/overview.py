@@ -1,62 +1,74 @@
-"""Opening measurements: test BLEU by source length, an example sentence picked by a rule. Introduced in notebook 00."""
+"""Opening measurements: a toy task that shows the bottleneck (reversing random sequences), and the example sentence
+picked by a rule. Introduced in notebook 00."""
 from __future__ import annotations
 
-import math
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import torch
+
+from course_utils.data import Batch, lengths_to_mask, pad_ids
 from course_utils.evaluate import SentenceRow
-from course_utils.metrics import corpus_scores
-from course_utils.vocab import MAX_LENGTH
+from course_utils.search import greedy_decode
+from course_utils.seq2seq import ModelConfig, Seq2Seq
+from course_utils.train import TrainConfig, make_optimizer, train_step
+from course_utils.vocab import EOS_ID, SPECIAL_TOKENS
 
-__all__ = ["LENGTH_BINS", "BinScore", "source_length", "bleu_by_source_length", "pick_example"]
+__all__ = ["toy_copy_batch", "ToyScore", "train_and_score_toy", "pick_example"]
 
-# Source-length bins (low, high), both ends included, covering 1 .. MAX_LENGTH - 1: the filter keeps sources of
-# fewer than MAX_LENGTH tokens and almost none of under 4, so the first bin is wider (about as full as the others).
-LENGTH_BINS = ((1, 4), (5, 6), (7, MAX_LENGTH - 2), (MAX_LENGTH - 1, MAX_LENGTH - 1))
-
-
-class BinScore(NamedTuple):
-    """Corpus BLEU of the sentences whose source length lies in low..high (both included). Introduced in notebook 00."""
-
-    label: str  # "5-6", or "9" for a one-length bin
-    low: int
-    high: int
-    sentences: int  # rows in the bin
-    bleu: float  # sacreBLEU corpus BLEU of those rows; nan for an empty bin
+_LENGTHS = (5, 25)  # the toy sequences' shortest and longest length (symbols, EOS not counted)
+_SYMBOLS = 10  # the toy vocabulary: ids after the special tokens (<pad> <sos> <eos> <unk>)
 
 
-def source_length(sentence: str) -> int:
-    """Tokens of a normalised sentence counted like the corpus filter (`data.keep_pair`): split on single spaces,
-    punctuation included ("je suis fatigue ." has 4). Introduced in notebook 00."""
-    return len(sentence.split(" "))
+def toy_copy_batch(count: int, lengths: tuple[int, int] = _LENGTHS, seed: int = 0) -> Batch:
+    """`count` random sequences of `_SYMBOLS` symbols, of lengths drawn from lengths (both ends included), each the
+    target of itself; EOS ends every source and target, as in the course's batches. Introduced in notebook 00."""
+    generator = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(lengths[0], lengths[1] + 1, (count,), generator=generator).tolist()
+    first = len(SPECIAL_TOKENS)
+    rows = [torch.cat([torch.randint(first, first + _SYMBOLS, (n,), generator=generator), torch.tensor([EOS_ID])])
+            for n in sizes]
+    src, src_lengths = pad_ids(rows)  # (B, S), (B,)
+    return Batch(src, src_lengths, lengths_to_mask(src_lengths, src.size(1)), src.clone(), src_lengths.clone())
 
 
-def bleu_by_source_length(rows: Sequence[SentenceRow], bins: Sequence[tuple[int, int]] = LENGTH_BINS) -> list[BinScore]:
-    """Corpus BLEU of `evaluate(...).rows` per (low, high) source-length bin, ends included, in the order given.
-    Raises ValueError unless every row falls in exactly one bin. Introduced in notebook 00."""
-    bins = [(int(low), int(high)) for low, high in bins]
-    if not bins or any(low > high for low, high in bins):
-        raise ValueError(f"bins must be a non-empty list of (low, high) with low <= high, got {bins}")
-    groups: list[list[SentenceRow]] = [[] for _ in bins]
-    for row in rows:
-        length = source_length(row.source)
-        hits = [i for i, (low, high) in enumerate(bins) if low <= length <= high]
-        if len(hits) != 1:
-            raise ValueError(f"a source of {length} tokens falls in {len(hits)} of the bins {bins}; pass bins that "
-                             f"cover every length exactly once (LENGTH_BINS does)")
-        groups[hits[0]].append(row)
-    bleus = [corpus_scores([r.hypothesis for r in g], [r.reference for r in g]).bleu if g else math.nan for g in groups]
-    return [BinScore(f"{low}-{high}" if high > low else f"{low}", low, high, len(group), bleu)
-            for (low, high), group, bleu in zip(bins, groups, bleus)]
+class ToyScore(NamedTuple):
+    """One model trained on the toy task, scored on fresh sequences. Introduced in notebook 00."""
+    attention: str  # "none" or "bahdanau"
+    lengths: list[int]  # the scored sequence lengths
+    accuracy: list[float]  # per length: the share of output positions holding the right symbol (greedy decoding)
+    seconds: float  # training time
+
+
+def train_and_score_toy(attention: str, steps: int = 200, seed: int = 0, test_lengths: Sequence[int] = (5, 10, 15, 20,
+                        25), test_count: int = 100) -> ToyScore:
+    """Train a small Seq2Seq (`attention` "none" or "bahdanau") to copy toy sequences, `steps` batches of 64 with the
+    course's training step, then score it on `test_count` fresh sequences of each test length. Introduced in
+    notebook 00."""
+    torch.manual_seed(seed)
+    size = len(SPECIAL_TOKENS) + _SYMBOLS
+    model = Seq2Seq(ModelConfig(size, size, attention, embedding_size=32, hidden_size=64, dropout=0.0))
+    config = TrainConfig(learning_rate=1e-2, seed=seed, device="cpu")
+    optimizer, start = make_optimizer(model, config), time.perf_counter()
+    model.train()
+    for step in range(steps):
+        train_step(model, toy_copy_batch(64, seed=seed * 1_000_003 + step), optimizer, config)
+    seconds, accuracy = time.perf_counter() - start, []
+    for n in test_lengths:  # test seeds: far above every training batch's
+        test = toy_copy_batch(test_count, (n, n), seed=2**40 + seed * 1_000 + n)
+        out = greedy_decode(model, test.src, test.src_lengths, max_steps=n + 1).tokens  # (B, <= n + 1)
+        out = torch.nn.functional.pad(out, (0, n + 1 - out.size(1)), value=EOS_ID)[:, :n]  # (B, n)
+        accuracy.append((out == test.tgt[:, :n]).float().mean().item())
+    return ToyScore(attention, list(test_lengths), accuracy, seconds)
 
 
 def pick_example(rows: Sequence[SentenceRow]) -> tuple[int, str]:
     """(row index, the rule as a phrase): the longest source whose hypothesis equals the reference (ties: the first),
-    else the longest source. Raises ValueError for no rows. Introduced in notebook 00."""
+    else the longest source, in tokens split on spaces. Raises ValueError for no rows. Introduced in notebook 00."""
     if not rows:
         raise ValueError("pick_example got no rows; pass evaluate(...).rows of a non-empty split")
     exact = [i for i, row in enumerate(rows) if row.hypothesis == row.reference]
     candidates, rule = (exact, "the longest test source translated exactly") if exact else (
         range(len(rows)), "no test source is translated exactly: the longest test source")
-    return max(candidates, key=lambda i: (source_length(rows[i].source), -i)), rule
+    return max(candidates, key=lambda i: (len(rows[i].source.split(" ")), -i)), rule

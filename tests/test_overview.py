@@ -1,12 +1,10 @@
-"""overview: BLEU per source-length bin of evaluation rows, and the example sentence picked by a rule."""
-import math
-
+"""overview: the toy copying task (its batches, one train-and-score call), and the example sentence picked by a rule."""
 import pytest
+import torch
 
 from course_utils.evaluate import SentenceRow
-from course_utils.metrics import corpus_scores
-from course_utils.overview import LENGTH_BINS, bleu_by_source_length, pick_example, source_length
-from course_utils.vocab import MAX_LENGTH
+from course_utils.overview import pick_example, toy_copy_batch, train_and_score_toy
+from course_utils.vocab import EOS_ID, PAD_ID, SPECIAL_TOKENS
 
 ROWS = [
     SentenceRow("je suis fatigue .", "i m tired .", "i m tired ."),                      # 4 tokens, exact
@@ -17,33 +15,37 @@ ROWS = [
 ]
 
 
-def test_lengths_are_counted_like_the_corpus_filter():
-    assert source_length("je suis fatigue .") == 4  # punctuation is a token
-    assert [source_length(row.source) for row in ROWS] == [4, 5, 5, 7, 7]
+def test_a_toy_batch_holds_random_symbols_ending_in_eos_and_its_target_is_the_source():
+    batch = toy_copy_batch(50, seed=3)
+    lengths = batch.src_lengths
+    assert batch.src.shape == (50, int(lengths.max())) and batch.src_mask.shape == batch.src.shape
+    assert int(lengths.min()) >= 5 + 1 and int(lengths.max()) <= 25 + 1  # EOS counted
+    for row, n in zip(batch.src, lengths.tolist()):
+        assert row[n - 1] == EOS_ID and (row[n:] == PAD_ID).all()
+        assert (row[:n - 1] >= len(SPECIAL_TOKENS)).all()  # symbols only: no special token inside a sequence
+    assert torch.equal(batch.tgt, batch.src) and torch.equal(batch.tgt_lengths, lengths)  # the task: copy
+    assert torch.equal(batch.src_mask, batch.src != PAD_ID)
+    assert torch.equal(toy_copy_batch(50, seed=3).src, batch.src)  # a seed gives the same batch
+    assert not torch.equal(toy_copy_batch(50, seed=4).src[:, :5], batch.src[:, :5])
 
 
-def test_the_default_bins_cover_every_length_the_filter_keeps_exactly_once():
-    covered = [n for low, high in LENGTH_BINS for n in range(low, high + 1)]
-    assert covered == list(range(1, MAX_LENGTH))
+def test_lengths_can_be_fixed():
+    batch = toy_copy_batch(8, (7, 7), seed=0)
+    assert batch.src.shape == (8, 8) and (batch.src_lengths == 8).all()
 
 
-def test_each_bin_is_the_corpus_bleu_of_its_rows():
-    scores = bleu_by_source_length(ROWS)
-    assert [s.label for s in scores] == ["1-4", "5-6", "7-8", "9"]
-    assert [s.sentences for s in scores] == [1, 2, 2, 0]
-    assert scores[0].bleu == pytest.approx(100.0)
-    assert scores[1].bleu == pytest.approx(corpus_scores([r.hypothesis for r in ROWS[1:3]],
-                                                         [r.reference for r in ROWS[1:3]]).bleu)
-    assert 0 < scores[2].bleu < 100 and math.isnan(scores[3].bleu)  # an empty bin is nan, not an error
+def test_a_short_training_run_beats_the_untrained_model():
+    untrained = train_and_score_toy("bahdanau", steps=0, test_lengths=(5,), test_count=50)
+    trained = train_and_score_toy("bahdanau", steps=60, test_lengths=(5,), test_count=50)
+    assert untrained.lengths == trained.lengths == [5] and trained.attention == "bahdanau"
+    assert untrained.accuracy[0] < 0.3  # about one symbol in ten by chance
+    assert trained.accuracy[0] > untrained.accuracy[0] + 0.2
 
 
-def test_bins_that_miss_a_length_or_overlap_are_refused():
-    with pytest.raises(ValueError, match="a source of 7 tokens falls in 0 of the bins"):
-        bleu_by_source_length(ROWS, [(1, 6)])
-    with pytest.raises(ValueError, match="falls in 2 of the bins"):
-        bleu_by_source_length(ROWS, [(1, 5), (5, 9)])
-    with pytest.raises(ValueError, match="low <= high"):
-        bleu_by_source_length(ROWS, [(6, 1)])
+def test_the_model_without_attention_is_scored_the_same_way():
+    score = train_and_score_toy("none", steps=2, test_lengths=(5, 10), test_count=10)
+    assert score.attention == "none" and score.lengths == [5, 10] and len(score.accuracy) == 2
+    assert all(0.0 <= a <= 1.0 for a in score.accuracy) and score.seconds >= 0
 
 
 def test_the_example_is_the_longest_exact_translation_else_the_longest_source():
