@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from learner_run import error_line  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "claims.json"
-CLAIM_NOTEBOOKS = ["04", "05", "06", "07", "08"]  # the notebooks that say something about trained models
+CLAIM_NOTEBOOKS = ["05", "06", "07", "08", "A1", "A4"]  # the notebooks whose properties the evidence runs back
 # Properties restated after the evidence was made, from the values the runs logged under an earlier name (the same
 # measurement, a narrower statement): new name -> the name the runs logged. merge adds a record under the new name.
 RESTATED = {

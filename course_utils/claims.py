@@ -70,15 +70,15 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in [
              < (v["none"][0] - v["none"][-1]) * 2 / 3 and v["bahdanau"][-1] > v["none"][-1] + 0.4,
              ("bottleneck_toy.json", lambda results: [{"none": r["none"], "bahdanau": r["bahdanau"]}
                                                       for r in results["runs"]])),
-    Property("04.seed_noise_matters", "for the scaled Luong recipes the seed spread is larger than one run's bootstrap "
+    Property("A1.seed_noise_matters", "for the scaled Luong recipes the seed spread is larger than one run's bootstrap "
              "standard error; for Bahdanau and concat the two are within a factor of 2",
              lambda v: all(v["bootstrap_se"][n] < v["seed_sd"][n] for n in ("lecture-scaled_dot",
                                                                             "lecture-scaled_general"))
              and all(0.5 < v["bootstrap_se"][n] / v["seed_sd"][n] < 2 for n in ("lecture-bahdanau", "lecture-concat"))),
-    Property("05.exposure_bias_grows_with_teacher_forcing", "the more teacher forcing in training, the larger the gap "
+    Property("A4.exposure_bias_grows_with_teacher_forcing", "the more teacher forcing in training, the larger the gap "
              "between a model's free-running and teacher-forced dev loss",
              lambda v: _increasing([v["gap"][r] for r in ("0.0", "0.5", "1.0")])),
-    Property("05.teacher_forcing_learns_fastest", "full teacher forcing ends with the best greedy dev BLEU of the "
+    Property("A4.teacher_forcing_learns_fastest", "full teacher forcing ends with the best greedy dev BLEU of the "
              "three short runs, free running with the worst",
              lambda v: max(v["final_bleu"], key=v["final_bleu"].get) == "1.0"
              and min(v["final_bleu"], key=v["final_bleu"].get) == "0.0"),

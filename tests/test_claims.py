@@ -68,7 +68,7 @@ def test_a_property_that_fails_raises_in_full_mode_only(full_mode, capsys):
 
 def test_values_are_logged_as_plain_json(full_mode):
     torch = pytest.importorskip("torch")
-    full_mode.check("05.exposure_bias_grows_with_teacher_forcing", gap={1.0: torch.tensor(1.7), 0.5: 0.4, 0.0: -0.01})
+    full_mode.check("A4.exposure_bias_grows_with_teacher_forcing", gap={1.0: torch.tensor(1.7), 0.5: 0.4, 0.0: -0.01})
     assert log_records(full_mode.folder)[0]["values"] == {"gap": {"1.0": pytest.approx(1.7), "0.5": 0.4, "0.0": -0.01}}
 
 
