@@ -317,7 +317,7 @@ QUESTIONS: dict[str, list[Question]] = {
                  "A dot product of two vectors with Dh independent unit-variance entries has variance Dh, so "
                  "larger heads give larger scores; the softmax of large scores is nearly one-hot, its gradient "
                  "nearly zero, and training stalls. Dividing by sqrt(Dh) keeps the scores' variance about 1 whatever "
-                 "the head size (notebook 04 measured the collapse of unscaled dot and general scores)."),
+                 "the head size (appendix A1 measures the collapse of unscaled dot and general scores)."),
         _concept("09", "A Transformer without positions reads a permuted sentence: what changes in its encoder's "
                        "outputs, and why?",
                  "Only their order: self-attention and the feed-forward layers treat the positions as a set, so "
