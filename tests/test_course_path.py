@@ -97,3 +97,55 @@ def test_the_evidence_is_reported_once_in_the_final_section_and_nowhere_else(not
         assert reports and all(i > headings[0] for i in reports), notebook.name
     else:
         assert not headings, f"{notebook.name} makes no claims and needs no evidence section"
+
+
+# ------------------------------------------------------------------------------------------- the lecture plan
+PLAN = ROOT / "notebooks" / "LECTURE_PLAN.md"
+SECTION_REFERENCE = re.compile(r"\b(\d\d|A\d) §(\d+(?:\.\d+)?)")
+READING = re.compile(r"\b(\d\d|A\d) (?:\(all\)|§(\d+)(?:-§(\d+))?)")
+
+
+def _notebook(key: str) -> Path:
+    return next((ROOT / "notebooks").glob(f"{key}_*.ipynb"))
+
+
+def _section_starts(cells: list[dict]) -> dict[str, int]:
+    """{"2": index, "2.1": index, ...}: the cell of each numbered heading ("## 2. ..." or "### 2.1 ...")."""
+    starts = {}
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if hit := re.match(r"#{2,3} (\d+(?:\.\d+)?)\.? ", line):
+                    starts.setdefault(hit.group(1), index)
+    return starts
+
+
+def _section_minutes(key: str, first: str | None, last: str | None) -> float:
+    """Yardstick minutes of notebook `key` (None, None: all of it), or of its sections first..last."""
+    cells = json.loads(_notebook(key).read_text())["cells"]
+    if first is None:
+        return sum(YARDSTICK.cell_minutes(cell) for cell in cells)
+    starts = _section_starts(cells)
+    begin = starts[first]
+    later = [i for i, cell in enumerate(cells) if i > starts[last or first] and cell["cell_type"] == "markdown"
+             and re.match(r"## ", "".join(cell["source"]).lstrip())]
+    end = later[0] if later else len(cells)
+    return sum(YARDSTICK.cell_minutes(cell) for cell in cells[begin:end])
+
+
+def test_every_section_the_lecture_plan_names_is_a_heading():
+    text = PLAN.read_text()
+    references = SECTION_REFERENCE.findall(text)
+    assert len(references) >= 10
+    for key, number in references:
+        assert number in _section_starts(json.loads(_notebook(key).read_text())["cells"]), f"{key} §{number}"
+
+
+def test_each_sessions_pre_reading_takes_at_most_45_minutes():
+    lines = [line for line in PLAN.read_text().splitlines() if line.startswith("**Pre-reading**")]
+    assert len(lines) == 2, "one pre-reading line per session"
+    for line in lines:
+        total = sum(_section_minutes(key, first or None, last or first or None)
+                    for key, first, last in READING.findall(line))
+        stated = int(re.search(r"about (\d+) min", line).group(1))
+        assert 0 < total <= 45 and abs(stated - total) <= 0.15 * total, (line, round(total, 1))

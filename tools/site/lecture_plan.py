@@ -3,7 +3,7 @@
     python -m tools.site.lecture_plan --apply notebooks/*.ipynb   # write the plan's tags into the cells
     python -m tools.site.lecture_plan --check notebooks/*.ipynb   # exit 1 if a notebook's tags differ
 
-`_PLAN` maps a notebook id ("00" ... "08", the NN of notebooks/NN_name.ipynb) to its planned cells, in notebook
+`_PLAN` maps a notebook id ("00" ... "07", the NN of notebooks/NN_name.ipynb) to its planned cells, in notebook
 order: a unique text `anchor` (a substring of one cell's source, usually a heading) and whether the cell is
 `optional` (skipped in the one-session cut). Every planned cell gets the tag `lecture` (it makes a slide of its
 session's deck) and an optional one also `optional`. `SESSIONS` says which notebooks each 90-minute session
@@ -29,11 +29,12 @@ __all__ = ["LECTURE", "MINUTES", "OPTIONAL", "SESSIONS", "SESSION_TITLES", "main
 
 LECTURE = "lecture"    # the cell makes a slide of its session's condensed deck
 OPTIONAL = "optional"  # ... that the one-session cut skips
-SESSIONS = {1: ("00", "01", "02", "03", "04"), 2: ("05", "06", "07", "08")}
-SESSION_TITLES = {1: "Session 1 · From a sentence to one attention step (notebooks 00-04, untrained models)",
-                  2: "Session 2 · Training, seeing and using attention (notebooks 05-08, trained models)"}
-MINUTES = {"00": 10, "01": 15, "02": 20, "03": 25, "04": 20,   # session 1: 90 minutes
-           "05": 25, "06": 25, "07": 20, "08": 20}             # session 2: 90 minutes
+SESSIONS = {1: ("00", "01", "02", "03"), 2: ("04", "05", "06", "07")}
+SESSION_TITLES = {1: "Session 1 · From a sentence to one attention step (notebooks 00-03, nothing trained)",
+                  2: "Session 2 · Scores, training, heatmaps and decoding (notebooks 04-07, trained models)"}
+MINUTES = {"00": 15, "01": 15, "02": 20, "03": 30,   # session 1: 80 minutes planned
+           "04": 20, "05": 25, "06": 20, "07": 15}   # session 2: 80 minutes planned
+SLACK = 10  # minutes of each 90-minute session left free: questions, a failing widget, a slow kernel
 
 
 class _PlanItem(NamedTuple):
@@ -52,39 +53,28 @@ def _optional(anchor: str) -> _PlanItem:
 
 
 _PLAN: dict[str, list[_PlanItem]] = {
-    # ---------------------------------------------------------------- session 1: the model, untrained (90 min)
-    "00": _lecture("Why attention", "Queries, keys and values", "The map of the course"),
-    "01": [*_lecture("### The anchored regex", "The leak-free split",
-                     "The course's form: a padded batch"),
-           _optional("masks = {}  # panel title")],
-    "02": [*_lecture("and its two layouts", "Outputs versus the final hidden state",
-                     "What padding does to the final state"),
-           _optional("max_pads = 2 * MAX_LENGTH"),
-           *_lecture("The fix: packing")],
-    "03": [*_lecture("location-based attention", "Bahdanau's additive score compares", "The masked softmax"),
-           _optional("The context vector, three ways"),
-           *_lecture("Masking, and what goes wrong without it", "Teacher forcing versus feeding back predictions")],
-    "04": [*_lecture("Four scoring functions on the same query and keys",
-                     "Scaled dot product: the bridge to Transformers"),
-           _optional("The concat bug of a widely read article"),
-           *_lecture("Where attention sits in each decoder")],
-    # ---------------------------------------------------------------- session 2: trained models (90 min)
-    "05": [*_lecture("The loss", "One training step by hand, repeated"),
-           _optional('fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")'),
-           *_lecture("Padded batches: average over real tokens", "Teacher forcing and exposure bias"),
-           _optional("plot_history(tf_histories"),
-           *_lecture("Attention versus no attention, on sentences", "fig, ax = plt.subplots(figsize=(6.5, 3.2)")],
-    "06": [*_lecture("Two numbers to read a heatmap", "example = translations[best[0]]",
-                     "Reordering: the adjective after the noun"),
-           _optional("Bahdanau and Luong side by side"),
-           _optional("The 2017 tutorial's tick labels"),
-           *_lecture("What attention does and does not explain")],
-    "07": [*_lecture("One step of the decoder, and greedy decoding"),
-           _optional("Sampling: temperature and top-k"),
-           *_lecture("Beam search, one step at a time", "figure, (left, right) = plt.subplots(1, 2"),
-           _optional("Attention as alignment: replacing")],
-    "08": [*_lecture("The task: who is the subject?", "The lecture's model", "The fixed model"),
-           _optional('name = f"hard gates, λ={SPARSITY_WEIGHTS[2]}"')],
+    # ---------------------------------------------------------------- session 1: nothing trained (80 + 10 min)
+    "00": [*_lecture("## 1. The bottleneck", 'fig, ax = plt.subplots(figsize=(6.5, 3.2), layout="constrained")',
+                     "## 2. One attention map", "T = len(shown.output_tokens)", "## 3. Queries, keys and values")],
+    "01": [*_lecture("## 6. The leak-free split", "### The course's form: a padded batch"),
+           _optional("### Bucketing by length")],
+    "02": [*_lecture("## 2. `nn.GRU` and its two layouts", "## 6. Outputs versus the final hidden state",
+                     "## 7. What padding does to the final state"),
+           _optional("other = by_length(3)[1]"),
+           *_lecture("### The fix: packing")],
+    "03": [*_lecture("## 2. Content-based attention, one step by hand", "### 2.1 Scores", "### 2.2 The masked softmax"),
+           _optional("### 2.3 The context vector, three ways"),
+           *_lecture("### 2.5 The package's step is the manual step", "## 3. Masking, and what goes wrong without it",
+                     "## 4. Teacher forcing versus feeding back predictions"),
+           _optional("## 6. A score that never reads the encoder")],
+    # ---------------------------------------------------------------- session 2: trained models (80 + 10 min)
+    "04": [*_lecture("## 1. Four scoring functions on the same query and keys",
+                     "### 1.6 Scaled dot product: the bridge to Transformers"),
+           _optional("## 2. Luong's concat is Bahdanau's additive score"),
+           *_lecture("## 3. Where attention sits in each decoder")],
+    "05": [*_lecture("## 1. The loss", "## 2. One training step by hand", "### BLEU, the dev and test score",
+                     "## 5. Attention versus no attention"),
+           _optional("### On sentences whose English is new")],
 }
 
 
