@@ -75,6 +75,13 @@ _PLAN: dict[str, list[_PlanItem]] = {
     "05": [*_lecture("## 1. The loss", "## 2. One training step by hand", "### BLEU, the dev and test score",
                      "## 5. Attention versus no attention"),
            _optional("### On sentences whose English is new")],
+    "06": [*_lecture("## 2. Two numbers to read a heatmap", "## 3. Well and badly translated sentences",
+                     "## 4. Reordering: the adjective after the noun"),
+           _optional("## 5. Bahdanau and Luong side by side"),
+           *_lecture("## 6. What attention does and does not explain", "## 7. An interactive explorer")],
+    "07": [*_lecture("## 2. One step of the decoder, and greedy decoding"),
+           _optional("## 3. Sampling: temperature and top-k"),
+           *_lecture("## 4. Beam search, one step at a time", "## 5. Corpus scores")],
 }
 
 
