@@ -30,7 +30,7 @@ _VOCABS = {"translator": (("source", "src_vocab"), ("target", "tgt_vocab")), "cl
 
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be used here; the message is one line: the file, the problem, the fix. Introduced in
-    notebook 05."""
+    appendix A4."""
 
 
 class CheckpointMismatch(CheckpointError):

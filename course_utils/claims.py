@@ -165,7 +165,7 @@ def _holds(prop: Property, values: Mapping[str, Any]) -> bool:
 class Claims:
     """Judges a notebook's claims against its evidence file and records them in its stored-run file (JSON); fast:
     smoke-test models (nothing asserted or recorded). log (a JSON-lines file) and record (write observations to
-    `stored_run`), when None, come from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 04."""
+    `stored_run`), when None, come from COURSE_CLAIMS_LOG and COURSE_RECORD_STORED_RUN=1. Introduced in notebook 05."""
 
     def __init__(self, evidence: str | os.PathLike, stored_run: str | os.PathLike, fast: bool = False,
                  log: str | os.PathLike | None = None, record: bool | None = None):

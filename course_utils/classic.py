@@ -64,14 +64,14 @@ class ClassicModel(NamedTuple):
 
 
 def make_classic(src_vocab_size: int, tgt_vocab_size: int, seed: int = 0) -> ClassicModel:
-    """The tutorial's encoder and decoder (HIDDEN_SIZE), initialised from `seed`. Introduced in notebook 05."""
+    """The tutorial's encoder and decoder (HIDDEN_SIZE), initialised from `seed`. Introduced in appendix A2."""
     torch.manual_seed(seed)
     return ClassicModel(ClassicEncoder(src_vocab_size, HIDDEN_SIZE), ClassicAttnDecoder(HIDDEN_SIZE, tgt_vocab_size))
 
 
 def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: list[int]) -> tuple[float, int]:
     """The tutorial's `train()` as written: one pair, one SGD step. Returns (loss / target length, decoder steps
-    run). Introduced in notebook 05."""
+    run). Introduced in appendix A2."""
     encoder, decoder = model
     for optimizer in optimizers:
         optimizer.zero_grad()

@@ -52,7 +52,7 @@ def data_dir() -> Path:
 
 
 def display_path(path: str | os.PathLike) -> str:
-    """`path` relative to the repository when it lies inside it, else absolute. Introduced in notebook 04."""
+    """`path` relative to the repository when it lies inside it, else absolute. Introduced in appendix A1."""
     path = Path(path).resolve()
     return str(path.relative_to(_REPO_ROOT) if path.is_relative_to(_REPO_ROOT) else path)
 

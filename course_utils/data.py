@@ -99,7 +99,7 @@ def filter_pairs(pairs: Iterable[Pair], max_length: int | None = MAX_LENGTH,
 
 
 class Splits(NamedTuple):
-    """Train/dev/test pairs; no source sentence appears in two of them. Introduced in notebook 05."""
+    """Train/dev/test pairs; no source sentence appears in two of them. Introduced in appendix A4."""
     train: list[Pair]
     dev: list[Pair]
     test: list[Pair]

@@ -50,7 +50,7 @@ def evaluate(model: Seq2Seq, pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab:
     """Teacher-forced loss and perplexity; with bleu=True also BLEU and chrF of the model's translations.
 
     Hypotheses are greedy (beam_width=1) or the best beam-search hypothesis; references are the pairs' target text,
-    words unknown to tgt_vocab included. The model's mode is restored afterwards. Introduced in notebook 04."""
+    words unknown to tgt_vocab included. The model's mode is restored afterwards. Introduced in notebook 05."""
     if not pairs:
         raise ValueError("evaluate got no pairs; pass a non-empty split such as data.splits.dev")
     dataset = TranslationDataset(pairs, src_vocab, tgt_vocab)

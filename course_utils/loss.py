@@ -35,7 +35,7 @@ def masked_nll_loss(log_probs: Tensor, tgt: Tensor, reduction: str = "mean", lab
 def smoothed_targets(tgt: Tensor, vocab_size: int, label_smoothing: float) -> Tensor:
     """The label-smoothed target distribution: tgt (B, T) -> q (B, T, V), q(v) = (1 - eps) [v == gold] + eps / V, rows
     0 at PAD positions. -(q * log_probs).sum() / real tokens is masked_nll_loss(..., label_smoothing=eps).
-    Raises ValueError unless 0 <= eps < 1. Introduced in notebook 05."""
+    Raises ValueError unless 0 <= eps < 1. Introduced in appendix A4."""
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing}; the recipes use 0.1 or 0.2")
     one_hot = F.one_hot(tgt, vocab_size).float()  # (B, T, V)

@@ -106,7 +106,7 @@ DEFAULT_RECIPE = "lecture-bahdanau"
 
 
 def get_recipe(name: str) -> Recipe:
-    """The recipe called `name`, with a clear error listing the known names. Introduced in notebook 05."""
+    """The recipe called `name`, with a clear error listing the known names. Introduced in notebook 07."""
     if name not in RECIPES:
         raise KeyError(f"no recipe called {name!r}; known recipes: {', '.join(RECIPES)}")
     return RECIPES[name]

@@ -170,7 +170,7 @@ def beam_search(model, src: Tensor, beam_width: int = 5, max_steps: int | None =
     A candidate ending with EOS leaves the beam, which shrinks by one; those still open at the length cap
     (max_steps, None: `default_max_steps`) come back with `finished=False`. Scores are
     `log_prob / length ** length_penalty` (0: raw log-probability). beam_width=1 is greedy decoding.
-    Introduced in notebook 06.
+    Introduced in notebook 07.
     """
     if src.dim() != 1:
         raise ValueError(f"beam_search takes one sentence of shape (S,), got {tuple(src.shape)}; for a batch use "

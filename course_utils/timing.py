@@ -58,7 +58,7 @@ def thread_count(threads: int | None) -> Iterator[None]:
 def time_calls(calls: Mapping[Key, Callable[[], Any]], rounds: int, warmup: int = 1, threads: int | None = 1,
                grad: bool = False) -> dict[Key, Timing]:
     """Time the no-argument calls in turns: `warmup` untimed rounds, then `rounds` timed ones; `threads`: torch's CPU
-    threads meanwhile (None: as it is); `grad`: autograd on. Returns {key: Timing}. Introduced in notebook 02."""
+    threads meanwhile (None: as it is); `grad`: autograd on. Returns {key: Timing}. Introduced in appendix A2."""
     if rounds < 1 or warmup < 0:
         raise ValueError(f"time_calls needs rounds >= 1 and warmup >= 0, got rounds={rounds}, warmup={warmup}")
     timings = {key: Timing() for key in calls}
@@ -75,7 +75,7 @@ def time_calls(calls: Mapping[Key, Callable[[], Any]], rounds: int, warmup: int 
 
 def decoder_step_calls(model: Seq2Seq, batch: Batch) -> dict[str, Callable[[], Any]]:
     """{"step": one decoder step from <sos> (prev (B,) -> log-probs (B, V)), "attention": the attention module alone
-    (weights (B, S)) where the decoder has one}, for `time_calls`; encodes once. Introduced in notebook 04."""
+    (weights (B, S)) where the decoder has one}, for `time_calls`; encodes once. Introduced in appendix A2."""
     with torch.no_grad():
         memory, state = model.encode(batch.src, batch.src_lengths)  # keys (B, S, K), hidden (B, H)
     prev = torch.full((batch.src.shape[0],), SOS_ID, device=batch.src.device)  # (B,)
@@ -89,7 +89,7 @@ def decoder_step_calls(model: Seq2Seq, batch: Batch) -> dict[str, Callable[[], A
 def forward_backward(model: Seq2Seq, batch: Batch, decode: Callable | None = None) -> float:
     """One teacher-forced training pass without the optimiser (masked NLL, backward, gradients then set to None);
     returns the loss. decode(tgt_in (B, T), state, memory) -> DecoderOutput, default model.decoder (e.g.
-    model.decoder.decode_steps, or a fast.recurrences.FastDecoder). Introduced in notebook 04."""
+    model.decoder.decode_steps, or a fast.recurrences.FastDecoder). Introduced in appendix A2."""
     memory, state = model.encode(batch.src, batch.src_lengths)  # keys (B, S, K)
     tgt_in = teacher_forced_input(batch.tgt)  # (B, T): <sos>, then the gold words shifted right
     log_probs = (decode or model.decoder)(tgt_in, state, memory).log_probs  # (B, T, V)
@@ -103,7 +103,7 @@ def tokens_per_second(contenders: Mapping[Key, tuple[Callable[[Item], int], Sequ
                       warmup: int = 2, threads: int | None = 1) -> dict[Key, float]:
     """{key: target tokens per second} of (step, items) contenders trained side by side; step(item) trains on one
     item and returns its target tokens. The first `warmup` items are an untimed round; the rest are split into
-    `rounds` chunks, round r runs each contender's chunk r (`time_calls`, autograd on). Introduced in notebook 05."""
+    `rounds` chunks, round r runs each contender's chunk r (`time_calls`, autograd on). Introduced in appendix A2."""
     calls = {}
     for key, (step, items) in contenders.items():
         if len(items) < warmup + rounds:

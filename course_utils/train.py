@@ -110,7 +110,7 @@ class _StepResult(NamedTuple):
 def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer, config: TrainConfig,
                graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> _StepResult:
     """One optimisation step on `batch` (on the model's device): `fast.training_loss`, backward, clipping, step;
-    fast_paths=False: the decoder's own forward. Introduced in notebook 05."""
+    fast_paths=False: the decoder's own forward. Introduced in appendix A2."""
     loss, nll = training_loss(model, batch, config, graphs, fast_paths)
     optimizer.zero_grad(set_to_none=True)
     with quiet_stream_warning():
@@ -163,7 +163,7 @@ def train(model: Translator, data: CourseData, config: TrainConfig, progress: bo
           log: Callable[[str], None] | None = print) -> History:
     """Train `model` on data.splits.train (moved to config.device), one `log` line per epoch (None: silent).
     Raises ValueError before training when the train or dev split is empty or config.device is unusable.
-    Introduced in notebook 05."""
+    Introduced in notebook 10."""
     model.config.check_vocabularies(data.src_vocab, data.tgt_vocab)
     if not data.splits.train or not data.splits.dev:  # refuse before training, not after the first epoch
         raise ValueError(enough_pairs_problem(data))

@@ -42,7 +42,7 @@ class Source(NamedTuple):
 
 
 def prepare_source(src_vocab, sentence: str) -> Source:
-    """Normalise a raw sentence like the corpus and turn it into ids, EOS appended. Introduced in notebook 06.
+    """Normalise a raw sentence like the corpus and turn it into ids, EOS appended. Introduced in notebook 09.
 
     Raises TypeError for a non-str, ValueError when nothing is left after normalisation or every word is unknown."""
     if not isinstance(sentence, str):

@@ -117,7 +117,7 @@ def plot_attention(weights, source_tokens: Sequence[str], output_tokens: Sequenc
 
 def plot_attention_2017(weights, source_tokens: Sequence[str], output_tokens: Sequence[str],
                         pad_labels: bool = True) -> Figure:
-    """EXHIBIT: the 2017 tutorial's `showAttention`, whose tick labels are fragile. Introduced in notebook 06.
+    """EXHIBIT: the 2017 tutorial's `showAttention`, whose tick labels are fragile. Introduced in appendix A3.
 
     Its `set_xticklabels([''] + tokens)` warns; `pad_labels=False` shifts every label one cell. Use `plot_attention`.
     """
@@ -133,7 +133,7 @@ def plot_attention_2017(weights, source_tokens: Sequence[str], output_tokens: Se
 
 
 def visible_tick_labels(axis) -> dict[int, str]:
-    """{cell index: label} of the major ticks inside `ax.xaxis`/`ax.yaxis`'s view. Introduced in notebook 06."""
+    """{cell index: label} of the major ticks inside `ax.xaxis`/`ax.yaxis`'s view. Introduced in appendix A3."""
     axis.figure.canvas.draw()
     low, high = sorted(axis.get_view_interval())
     ticks = zip(axis.get_majorticklocs(), axis.get_ticklabels(), strict=False)
@@ -221,7 +221,7 @@ def plot_sentence_grid(translations: Sequence[object], ncols: int = 2, title: st
 
 def plot_beam_hypotheses(hypotheses: Sequence[object], source_tokens: Sequence[str], tgt_vocab=None,
                          ncols: int = 2, title: str | None = None, show_stats: bool = False) -> Figure:
-    """One heatmap per beam hypothesis (ids: pass `tgt_vocab`), titled by rank and score. Introduced in notebook 06."""
+    """One heatmap per beam hypothesis (ids: pass `tgt_vocab`), titled by rank and score. Introduced in notebook 07."""
     panels = [_panel_from(f"#{rank}  score {float(item.score):.3f}" if hasattr(item, "score") else f"#{rank}", item,
                           tgt_vocab=tgt_vocab, source_tokens=source_tokens) for rank, item in enumerate(hypotheses, 1)]
     return plot_attention_grid(panels, ncols=ncols, title=title, show_stats=show_stats)

@@ -119,7 +119,7 @@ def _named(what: str | Recipe | ClassifierConfig) -> Recipe | ClassifierConfig:
 
 
 def model_path(what: str | Recipe | ClassifierConfig, fast: bool = False) -> Path:
-    """Where load_or_train caches `what`: data_dir()/models/<name>.pt, or <name>-fast.pt. Introduced in notebook 04."""
+    """Where load_or_train caches `what`: data_dir()/models/<name>.pt, or <name>-fast.pt. Introduced in notebook 07."""
     return data_dir() / "models" / f"{what if isinstance(what, str) else what.name}{'-fast' if fast else ''}.pt"
 
 
@@ -148,7 +148,7 @@ def estimate_seconds(what: str | ClassifierConfig, fast: bool = False) -> float:
 
 def training_notice(names: Sequence[str], fast: bool = False) -> str | None:
     """What a notebook says before training several models (how many, how long, `pretrain` does it ahead); None when
-    all are cached. Introduced in notebook 04."""
+    all are cached. Introduced in notebook 06."""
     missing = [name for name in names if not model_path(name, fast).exists()]
     if not missing:
         return None
@@ -173,7 +173,7 @@ def train_recipe(recipe: Recipe, data: CourseData, fast: bool = False, progress:
 
 def save_checkpoint(path: str | os.PathLike, trained: TrainedModel | TrainedClassifier) -> Path:
     """Write a trained translator or classifier to `path` in the one checkpoint format (plain data and tensors),
-    atomically. Returns the path. Introduced in notebook 05."""
+    atomically. Returns the path. Introduced in notebook 07."""
     state = {key: value.detach().cpu() for key, value in trained.model.state_dict().items()}
     if isinstance(trained, TrainedClassifier):
         return write_checkpoint({"kind": "classifier", "name": trained.config.name, "fast": bool(trained.fast),
@@ -224,7 +224,7 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
                     ) -> TrainedModel:
     """The translator saved at `path`, in eval mode on `device` ("auto": CUDA when present); the vocabularies and
     config, when given, must be exactly the checkpoint's. Raises CheckpointError in one line, ValueError for an
-    unusable device. Introduced in notebook 05."""
+    unusable device. Introduced in notebook 07."""
     target = resolve_device(device)  # an unusable device fails before the file is read
     expected = {"model_config": dataclasses.asdict(config)} if config is not None else None
     payload, model = _read(Path(path), "translator", expected, {"src_vocab": src_vocab, "tgt_vocab": tgt_vocab})
@@ -243,7 +243,7 @@ def load_or_train(what: str | ClassifierConfig = DEFAULT_RECIPE, data: CourseDat
                   retrain: bool = False, progress: bool = True, log: Log = print, fast: bool = False
                   ) -> TrainedModel | TrainedClassifier:
     """A recipe's translator or a classifier (a ClassifierConfig or its cache name), trained once on `data` (default
-    load_course_data()), cached at model_path(what, fast) and loaded from there afterwards. Introduced in notebook 04.
+    load_course_data()), cached at model_path(what, fast) and loaded from there afterwards. Introduced in notebook 05.
 
     retrain: train and overwrite even when cached. A cached translator of other data raises CheckpointError saying
     how to retrain; a cached classifier of another config or vocabulary is trained again. ArchiveError when the

@@ -86,7 +86,7 @@ def _fast_forward(decoder: nn.Module, tgt_in: Tensor, state, memory,
 
 class FastDecoder(nn.Module):
     """A decoder's fast path as a module, with the decoder's submodules under their names (a shape trace reads
-    alike). Introduced in notebook 04."""
+    alike). Introduced in appendix A2."""
 
     def __init__(self, decoder: Decoder):
         super().__init__()
