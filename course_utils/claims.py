@@ -121,8 +121,8 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in [
              lambda v: min(v["accuracy"].values()) > 0.9),
     Property("08.bag_of_words_points_at_the_pronoun", "the bag of words' top word is the gold pronoun in over 95% of "
              "the test sentences that have one", lambda v: v["precision"]["bag of words"] > 0.95),
-    Property("09.transformer_chrf_above_gru", "the lecture Transformer's test chrF is above the lecture GRU's (test "
-             "BLEU has no clear winner)", lambda v: v["transformer_chrf"] > v["gru_chrf"],
+    Property("09.transformer_chrf_above_gru", "the course's Transformer's test chrF is above the course's GRU's "
+             "(test BLEU has no clear winner)", lambda v: v["transformer_chrf"] > v["gru_chrf"],
              ("transformer_vs_gru.json", _transformer_chrf_evidence)),
     Property("10.shift_hurts_rnn_decoders", "for an RNN decoder, reading the weights one step later (shifted "
              "attention, which helps Transformers) aligns worse than the attention argmax",
