@@ -25,7 +25,7 @@ def _all_notebooks_text() -> str:
 def test_notebook_08_labels_its_exhibit_and_does_not_claim_the_lecture_runs_unpacked():
     text = _text("08_attention_classification.ipynb")
     assert "as shown" not in text and "the LSTMs run unpacked, so" not in text
-    assert "not the lecture's" in text and "pack_padded_sequence" in text
+    assert "not Carton's" in text and "pack_padded_sequence" in text
     assert "input_ids == padding_id" in text and "one `display()` call per word" in text
     assert "<div" not in text.split("## 6. Showing the selections")[1].split("## Recap")[0].replace(
         '"<div" not in', "")  # the exhibit no longer blames block <div>s
