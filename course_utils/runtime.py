@@ -89,8 +89,13 @@ def set_threads(threads: int | None = None, log: Callable[[str], None] | None = 
 
 
 def wait_policy() -> str:
-    """How idle OpenMP threads wait (OMP_WAIT_POLICY): "passive" (sleep), "active", or OpenMP's default (spin)."""
-    return os.environ.get("OMP_WAIT_POLICY", "").strip().lower() or "OpenMP's default (spinning)"
+    """How idle OpenMP threads wait: OMP_WAIT_POLICY ("passive": sleep, "active"), else GOMP_SPINCOUNT (spin that
+    many rounds, then sleep; importing course_utils sets 10000), else OpenMP's default (spin)."""
+    if policy := os.environ.get("OMP_WAIT_POLICY", "").strip().lower():
+        return policy
+    if spin := os.environ.get("GOMP_SPINCOUNT", "").strip():
+        return f"spin {spin} rounds, then sleep (GOMP_SPINCOUNT)"
+    return "OpenMP's default (spinning)"
 
 
 def course_seed(default: int = 0) -> int:

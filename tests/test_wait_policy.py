@@ -1,6 +1,6 @@
-"""How idle OpenMP threads wait is the environment's choice (OMP_WAIT_POLICY, read when torch loads OpenMP), which
-runtime.wait_policy reports and set_threads' line prints; importing course_utils changes nothing, and the same seed
-and thread count give the same losses under every policy."""
+"""How idle OpenMP threads wait (read when torch loads OpenMP): importing course_utils first sets a short spin
+(GOMP_SPINCOUNT=10000) unless the environment chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT); runtime.wait_policy reports
+it and set_threads' line prints it, and the same seed and thread count give the same losses under every policy."""
 import json
 import os
 import subprocess
@@ -30,17 +30,19 @@ print(json.dumps({"policy": runtime.wait_policy(), "losses": losses}))
 
 
 def run(**env) -> dict:
-    clean = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
+    clean = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     result = subprocess.run([sys.executable, "-c", TRAIN], cwd=ROOT, env={**clean, **env}, capture_output=True,
                             text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_the_wait_policy_is_the_environments_and_never_changes_the_losses():
-    default, passive, active = run(), run(OMP_WAIT_POLICY="PASSIVE"), run(OMP_WAIT_POLICY="active")
-    assert default["policy"] == "OpenMP's default (spinning)", "importing course_utils sets no policy"
-    assert (passive["policy"], active["policy"]) == ("passive", "active")
-    assert default["losses"] == passive["losses"] == active["losses"]
+    course, passive, active = run(), run(OMP_WAIT_POLICY="PASSIVE"), run(OMP_WAIT_POLICY="active")
+    spin = run(GOMP_SPINCOUNT="300000")  # GNU OpenMP's own default spin
+    assert course["policy"] == "spin 10000 rounds, then sleep (GOMP_SPINCOUNT)", "the course's default"
+    assert (passive["policy"], active["policy"]) == ("passive", "active"), "a policy the environment set wins"
+    assert spin["policy"] == "spin 300000 rounds, then sleep (GOMP_SPINCOUNT)", "a spin count set wins"
+    assert course["losses"] == passive["losses"] == active["losses"] == spin["losses"]
 
 
 def test_set_threads_reports_the_wait_policy():
