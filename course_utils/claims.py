@@ -124,6 +124,11 @@ PROPERTIES: dict[str, Property] = {p.name: p for p in [
     Property("09.transformer_chrf_above_gru", "the course's Transformer's test chrF is above the course's GRU's "
              "(test BLEU has no clear winner)", lambda v: v["transformer_chrf"] > v["gru_chrf"],
              ("transformer_vs_gru.json", _transformer_chrf_evidence)),
+    Property("09.transformer_ahead_on_new_english", "on the test pairs whose English side never occurs in training, "
+             "the course's Transformer's BLEU is above the course's GRU's",
+             lambda v: v["transformer_bleu"] > v["gru_bleu"],
+             ("unseen_english.json", lambda results: [{"gru_bleu": r["gru_unseen_bleu"], "transformer_bleu": r[
+                 "transformer_unseen_bleu"]} for r in results["runs"]])),
     Property("10.shift_hurts_rnn_decoders", "for an RNN decoder, reading the weights one step later (shifted "
              "attention, which helps Transformers) aligns worse than the attention argmax",
              lambda v: v["aer"]["shifted attention"] > v["aer"]["attention argmax"],

@@ -345,6 +345,67 @@ QUESTIONS: dict[str, list[Question]] = {
                  "course attend while producing word t: the weights of step t already belong to word t, and those "
                  "of step t + 1 belong to the next word. The results file shows it at every seed and kind."),
     ],
+    # the appendices: concept questions only (they are read beside the core path, not dissected cell by cell)
+    "A1": [
+        _concept("A1", "Why does one trained model per recipe not say which attention score is better?",
+                 "Another seed moves a recipe's test BLEU by one to several points, as much as the differences "
+                 "between recipes. One run is one draw from that spread. A comparison needs several seeds per recipe "
+                 "and compares their distributions."),
+        _concept("A1", "What does the bootstrap interval of one model's test BLEU measure, and what does it miss?",
+                 "It resamples the test sentences, so it measures how much the score would move on another test set "
+                 "of the same kind. It says nothing about training randomness: another seed gives another model, "
+                 "and for the scaled Luong recipes that spread is larger than the bootstrap's."),
+        _concept("A1", "Why compare recipes at equal seconds of training as well as at equal epochs?",
+                 "An epoch does not cost the same for every decoder: Bahdanau's steps wait for each other, a Luong "
+                 "decoder without input feeding can run all steps at once. At equal epochs Bahdanau leads; at equal "
+                 "seconds most of that lead is gone, so the comparison depends on the budget that is fixed."),
+    ],
+    "A2": [
+        _concept("A2", "The GRU is sequential, so why is one call over a packed batch much faster than a Python "
+                       "loop over its tokens?",
+                 "One call computes the input projections of every step in one matrix product and runs the "
+                 "recurrence in compiled code, for all sentences of the batch at once. The loop pays Python's "
+                 "overhead and a small matrix product at every token of every sentence."),
+        _concept("A2", "Why can a Luong decoder without input feeding be trained all steps at once, and a Bahdanau "
+                       "decoder cannot?",
+                 "With teacher forcing, Luong's GRU reads only the reference words, so all its states come from one "
+                 "GRU call and attention follows for every step at once. Bahdanau's attention needs the previous "
+                 "state and its context feeds the GRU, so each step waits for the one before."),
+        _concept("A2", "Where does the course's speed-up over the 2017 tutorial's recipe come from?",
+                 "From batching: the course's model trained one pair a step is about as slow as the tutorial's "
+                 "recipe. Batches of many padded sentences turn many small operations into a few large ones."),
+    ],
+    "A3": [
+        _concept("A3", "Why does a cleaning regex anchored with `^` clean only the start of a sentence?",
+                 "`^` matches only at the start of the string, so `re.sub` replaces at most the first run of "
+                 "unwanted characters. Apostrophes, digits and commas further on stay, and the filter that counts "
+                 "on cleaned prefixes then keeps far fewer pairs."),
+        _concept("A3", "Loye's concat score adds the query and the key before one weight matrix. Why is that not "
+                       "Luong's concat score?",
+                 "Luong's concat multiplies the stacked vector by one matrix, which is a separate matrix for the "
+                 "query and for the key. Adding first forces the two to share one matrix and to have the same size, "
+                 "a special case. The article's `v` is also allocated without being initialised."),
+        _concept("A3", "Why should a test of an encoder or an attention layer use a batch of more than one "
+                       "sentence?",
+                 "With a batch of one, a mix-up between the batch and the time axis, or a discarded `permute`, often "
+                 "leaves every shape right. With several sentences of different lengths, the mistake changes shapes "
+                 "or mixes sentences, and a comparison with each sentence run alone catches it."),
+    ],
+    "A4": [
+        _concept("A4", "What does label smoothing with 0.1 change in the training target, and why can the loss on "
+                       "the reference word rise while translations get better?",
+                 "The target puts 0.9 on the reference word and spreads 0.1 over the others, so the model is no "
+                 "longer rewarded for pushing the reference's probability towards 1. The negative log-probability "
+                 "of the reference then stays higher, but less overconfident distributions help decoding."),
+        _concept("A4", "Why does a checkpoint store the vocabularies and the configuration beside the weights?",
+                 "Weights only mean something with the same model sizes and the same word ids. Loading them into "
+                 "another size, or with vocabularies built from other data, would fail or silently translate "
+                 "nonsense, so the loader checks both and refuses in one line."),
+        _concept("A4", "What is exposure bias, and what does a lower teacher-forcing ratio trade?",
+                 "A model trained only on reference prefixes never sees its own mistakes, but at translation time "
+                 "it reads its own words. Feeding it its own predictions during part of training narrows that gap, "
+                 "at the price of slower and noisier training."),
+    ],
 }
 
 
