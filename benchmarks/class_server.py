@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import common  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -49,8 +51,7 @@ def main() -> int:
     args = parser.parse_args()
     notebooks = [next((ROOT / "notebooks").glob(f"{n}_*.ipynb")) for n in args.notebooks]
     rows = [measure(notebook) for notebook in notebooks]
-    threads = os.environ.get("COURSE_THREADS", "the default")
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, COURSE_THREADS={threads}"
+    machine = f"{common.machine()}, COURSE_THREADS={os.environ.get('COURSE_THREADS', 'the default')}"
     command = "python benchmarks/class_server.py " + " ".join(sys.argv[1:])
     (RESULTS / "class_server.json").write_text(json.dumps({"command": command, "machine": machine, "rows": rows},
                                                           indent=1) + "\n")
