@@ -35,12 +35,14 @@ def measure(notebook: Path) -> dict:
         shutil.copy(notebook, copy)
         command = [sys.executable, "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--inplace",
                    "--ExecutePreprocessor.timeout=1800", str(copy)]
+        log = Path(folder) / "nbconvert.log"  # a file, not a pipe: nobody reads a pipe while wait4 waits
         started = time.perf_counter()
-        process = subprocess.Popen(command, cwd=notebook.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(process.pid, 0)
+        with log.open("wb") as stderr:
+            process = subprocess.Popen(command, cwd=notebook.parent, stdout=subprocess.DEVNULL, stderr=stderr)
+            _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         if status != 0:
-            raise SystemExit(f"{notebook.name} raised: {process.stderr.read().decode()[-2000:]}")
+            raise SystemExit(f"{notebook.name} raised: {log.read_text(errors='replace')[-2000:]}")
     return {"notebook": notebook.stem, "peak_mib": round(usage.ru_maxrss / 1024), "cpu_s": round(
         usage.ru_utime + usage.ru_stime, 1), "wall_s": round(wall, 1)}
 

@@ -40,7 +40,7 @@ def main() -> None:
     data = load_course_data(log=None)
     train_english = {pair.target for pair in data.splits.train}
     unseen = [pair for pair in data.splits.test if pair.target not in train_english]
-    start, runs = time.perf_counter(), []
+    start, runs, held = time.perf_counter(), [], []
     for seed in args.seeds:
         run = {"seed": seed, "test_pairs": len(data.splits.test), "unseen_pairs": len(unseen)}
         for name, recipe in RECIPES.items():
@@ -48,17 +48,15 @@ def main() -> None:
             for split, pairs in (("test", data.splits.test), ("unseen", unseen)):
                 run[f"{name}_{split}_bleu"] = round(evaluate(trained.model, pairs, data.src_vocab,
                                                             data.tgt_vocab).bleu, 2)
-        values = {"gru_bleu": run["gru_unseen_bleu"], "transformer_bleu": run["transformer_unseen_bleu"]}
-        print(f"seed {seed}: {run}  {PROPERTY}: {'holds' if PROPERTIES[PROPERTY].holds(values) else 'DOES NOT HOLD'}",
-              flush=True)
+        held.append(PROPERTIES[PROPERTY].holds({"gru_bleu": run["gru_unseen_bleu"],
+                                                "transformer_bleu": run["transformer_unseen_bleu"]}))
+        print(f"seed {seed}: {run}  {PROPERTY}: {'holds' if held[-1] else 'DOES NOT HOLD'}", flush=True)
         runs.append(run)
     command = f"python benchmarks/unseen_english.py --device {args.device} --seeds {' '.join(map(str, args.seeds))}"
     args.output.write_text(json.dumps({
         "command": command + ("" if args.output == RESULTS else f" --output {args.output}"), "machine": machine(),
         "wall_seconds": round(time.perf_counter() - start, 1), "runs": runs}, indent=1) + "\n")
-    held = sum(PROPERTIES[PROPERTY].holds({"gru_bleu": r["gru_unseen_bleu"], "transformer_bleu":
-                                          r["transformer_unseen_bleu"]}) for r in runs)
-    print(f"{PROPERTY} held in {held} of {len(runs)} runs; written to {args.output}")
+    print(f"{PROPERTY} held in {sum(held)} of {len(runs)} runs; written to {args.output}")
 
 
 if __name__ == "__main__":
