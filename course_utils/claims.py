@@ -1,4 +1,4 @@
-"""What the notebooks say about trained models, in two kinds a reader can tell apart. Introduced in notebook 04.
+"""What the notebooks say about trained models, in two kinds a reader can tell apart. Introduced in notebook 05.
 
 - A **property of the method** (PROPERTIES: the sentence and its test) holds for any reasonable run: `check` asserts it
   in full mode and reports the runs of the evidence file (benchmarks/claims_evidence.py) or its own results file.
@@ -199,7 +199,7 @@ class Claims:
 
     def check(self, name: str, **values: Any) -> bool:
         """Judge property `name` on this run's `values` and log it; returns whether it held, and in full mode raises
-        AssertionError when it does not. `report()` shows the verdict. Introduced in notebook 04."""
+        AssertionError when it does not. `report()` shows the verdict. Introduced in notebook 05."""
         prop = PROPERTIES[name]
         values = _plain(values)
         held = _holds(prop, values)
@@ -221,7 +221,7 @@ class Claims:
     def observe(self, name: str, value: Any, show: Callable[[Any], str] = str) -> Any:
         """Log observation `name` ("06.sharpest_scorer") of this run, and store it when recording in full mode;
         `report()` shows it beside the stored run's value (`show` formats both). Never asserts; returns `value`.
-        Introduced in notebook 04."""
+        Introduced in notebook 05."""
         value = _plain(value)
         stored = self.stored_run()
         before = show(stored[name]) if name in stored else "(none recorded)"
@@ -236,7 +236,7 @@ class Claims:
     def report(self) -> None:
         """Print the notebook's claims in one table: each property, whether it held on this run and in
         how many runs of its evidence; each observation, the stored run's value beside this run's. Introduced in
-        notebook 04."""
+        notebook 05."""
         lines = ["(fast mode: smoke-test models; properties are reported, not asserted)"] if self.fast else []
         if self._properties:
             lines.append("Properties (asserted on your run; the evidence: many runs over seeds, devices, corpora)")
