@@ -11,7 +11,7 @@ covers; notebooks/LECTURE_PLAN.md is the same plan in prose, with minutes.
 
 An anchor is unique if exactly one cell contains it, or, failing that, exactly one cell has it on a heading line.
 Applying the plan is idempotent: it sets the two tags on the planned cells, removes them from every other cell and
-touches nothing else. A notebook the plan does not know is left alone.
+touches nothing else. A notebook the plan does not know (an appendix, say) loses any such tags.
 """
 from __future__ import annotations
 
