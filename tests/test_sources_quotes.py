@@ -23,3 +23,11 @@ def test_a_wrong_quotation_is_caught():
     assert not mismatches(source, first, last, block)
     assert mismatches(source, first, last, ['15     s = re.sub(r"[^a-zA-Z.!?]+", r" ", s)'])  # the ^ dropped
     assert mismatches(source, 208, 209, block)  # the block does not start where it says
+
+
+def test_the_readme_credits_every_source():
+    credits = (ROOT / "README.md").read_text().split("## Licence and credits", 1)[-1]
+    for words in (["Robertson", "seq2seq_translation_tutorial"], ["Dissected Attention Network", "878"],
+                  ["Jake Tae", "jaketae.github.io"], ["buomsoo-kim", "Alignment Models (3)"],
+                  ["Samuel Carton", "lecture 18"], ["Gabriel Loye", "floydhub"]):
+        assert all(word in credits for word in words), words
