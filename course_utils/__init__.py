@@ -23,9 +23,11 @@ import os as _os
 
 __version__ = "0.1.0"
 
-# Idle OpenMP threads spin 10,000 rounds, then sleep (GNU OpenMP's own default spins 300,000): a lone training keeps
-# its speed and two trainings on one machine slow each other about 3x instead of 6x to 20x
+# Idle OpenMP threads spin 5,000 rounds, then sleep (GNU OpenMP's own default spins 300,000): a lone training keeps
+# its speed and two trainings on one machine each run about 2x slower instead of 6x to 30x
 # (benchmarks/results/contention_spin.md). OpenMP reads it when torch loads it, so it applies where course_utils is
-# imported before torch (the notebooks, the command line); an OMP_WAIT_POLICY or GOMP_SPINCOUNT already set wins.
+# imported before torch (the notebooks, the command line, the README's two commands and what they start); an
+# OMP_WAIT_POLICY or GOMP_SPINCOUNT already set wins.
+_SPINCOUNT = "5000"
 if not (_os.environ.get("OMP_WAIT_POLICY", "").strip() or _os.environ.get("GOMP_SPINCOUNT", "").strip()):
-    _os.environ["GOMP_SPINCOUNT"] = "10000"
+    _os.environ["GOMP_SPINCOUNT"] = _SPINCOUNT

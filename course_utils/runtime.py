@@ -90,7 +90,7 @@ def set_threads(threads: int | None = None, log: Callable[[str], None] | None = 
 
 def wait_policy() -> str:
     """How idle OpenMP threads wait: OMP_WAIT_POLICY ("passive": sleep, "active"), else GOMP_SPINCOUNT (spin that
-    many rounds, then sleep; importing course_utils sets 10000), else OpenMP's default (spin)."""
+    many rounds, then sleep; importing course_utils sets 5000), else OpenMP's default (spin)."""
     if policy := os.environ.get("OMP_WAIT_POLICY", "").strip().lower():
         return policy
     if spin := os.environ.get("GOMP_SPINCOUNT", "").strip():

@@ -1,5 +1,5 @@
 """How idle OpenMP threads wait (read when torch loads OpenMP): importing course_utils first sets a short spin
-(GOMP_SPINCOUNT=10000) unless the environment chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT); runtime.wait_policy reports
+(GOMP_SPINCOUNT=5000) unless the environment chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT); runtime.wait_policy reports
 it and set_threads' line prints it, and the same seed and thread count give the same losses under every policy."""
 import json
 import os
@@ -39,7 +39,7 @@ def run(**env) -> dict:
 def test_the_wait_policy_is_the_environments_and_never_changes_the_losses():
     course, passive, active = run(), run(OMP_WAIT_POLICY="PASSIVE"), run(OMP_WAIT_POLICY="active")
     spin = run(GOMP_SPINCOUNT="300000")  # GNU OpenMP's own default spin
-    assert course["policy"] == "spin 10000 rounds, then sleep (GOMP_SPINCOUNT)", "the course's default"
+    assert course["policy"] == "spin 5000 rounds, then sleep (GOMP_SPINCOUNT)", "the course's default"
     assert (passive["policy"], active["policy"]) == ("passive", "active"), "a policy the environment set wins"
     assert spin["policy"] == "spin 300000 rounds, then sleep (GOMP_SPINCOUNT)", "a spin count set wins"
     assert course["losses"] == passive["losses"] == active["losses"] == spin["losses"]
