@@ -26,7 +26,7 @@ def test_notebook_08_quotes_the_lectures_classifier_and_says_what_its_runnable_c
     text = _text("08_attention_classification.ipynb")
     assert "as shown" not in text and "the LSTMs run unpacked, so" not in text
     assert "LectureAttentionClassifier" not in text  # the simplified exhibit is gone: the lecture's own lines instead
-    for lines in ("859-883", "886-902", "910-938", "1103-1108", "1118-1121"):  # the class, its printout, its display
+    for lines in ("859-883", "887-902", "910-938", "1103-1108", "1118-1121"):  # the class, its printout, its display
         assert f"<!-- quote 003 lines {lines} -->" in text
     assert "class CartonAttentionClassifier(pl.LightningModule)" in text and "pack_padded_sequence" in text
     assert "neither defined nor imported" in text and "would have printed 0.46, not 0" in text  # masked_mean's reading
