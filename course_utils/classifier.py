@@ -20,7 +20,7 @@ from course_utils.runtime import eval_mode
 from course_utils.vocab import PAD_ID, UNK_ID, Vocab
 
 __all__ = ["SUBJECTS", "subject_label", "gold_rationale", "SubjectBatch", "subject_batch", "ClassifierOutput",
-           "LectureAttentionClassifier", "AttentionClassifier", "SoftAttentionClassifier", "BagOfWordsClassifier",
+           "AttentionClassifier", "SoftAttentionClassifier", "BagOfWordsClassifier",
            "ClassifierConfig", "NOTEBOOK_CLASSIFIERS", "build_classifier", "train_classifier", "ClassifierScores",
            "evaluate_classifier", "highlight_html"]
 
@@ -78,27 +78,6 @@ class ClassifierOutput(NamedTuple):
     logits: Tensor    # (B, C)
     weights: Tensor   # (B, S): the weight of each word, 0 on padding
     sparsity: Tensor  # scalar: the mean over sentences of the fraction of words kept (0 without gates)
-
-
-class LectureAttentionClassifier(nn.Module):
-    """EXHIBIT, the lecture's classifier simplified (1-layer LSTMs, trained embeddings, unpacked) with its two bugs
-    kept. forward(words (B, S)) -> (logits (B, C), weights (B, S), sparsity_loss); the bugs are marked in the code."""
-    def __init__(self, vocab_size: int, num_classes: int = len(SUBJECTS), embedding_size: int = 32,
-                 hidden_size: int = 64):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD_ID)
-        self.attender = nn.LSTM(embedding_size, hidden_size, batch_first=True)
-        self.attention_score = nn.Linear(hidden_size, 1)
-        self.predictor = nn.LSTM(embedding_size, hidden_size, batch_first=True)
-        self.output = nn.Linear(hidden_size, num_classes)
-
-    def forward(self, words: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        mask = words != PAD_ID  # (B, S)
-        embedded = self.embedding(words)  # (B, S, E)
-        weights = torch.sigmoid(self.attention_score(self.attender(embedded)[0])).squeeze(-1)  # (B, S)
-        _, (final, _) = self.attender(embedded * weights.unsqueeze(-1))  # BUG 1: not self.predictor; final (1, B, H)
-        sparsity_loss = (weights * ~mask).sum() / (~mask).sum().clamp(min=1)  # BUG 2: the mean over the PADDING
-        return self.output(final[-1]), weights, sparsity_loss  # logits (B, C)
 
 
 def _run_gru(gru: nn.GRU, inputs: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:

@@ -1,5 +1,5 @@
-"""Tests for course_utils.classifier: the subject task, the lecture's exhibit and its two bugs, the fixed model,
-the baselines, training, caching and the inline highlighting."""
+"""Tests for course_utils.classifier: the subject task, the fixed model, the baselines, training, caching and the
+inline highlighting. The lecture's own classifier and its two bugs are tested in test_sources_lecture.py."""
 from __future__ import annotations
 
 import io
@@ -17,7 +17,6 @@ from course_utils.classifier import (
     BagOfWordsClassifier,
     ClassifierConfig,
     ClassifierOutput,
-    LectureAttentionClassifier,
     SoftAttentionClassifier,
     _selected_words,
     _subject_batches,
@@ -75,29 +74,6 @@ def test_subject_batches_cover_every_pair_and_trim_the_padding(vocab):
     assert sorted(torch.cat([b.labels for b in shuffled]).tolist()) == [0, 1, 2, 3]
     again = list(_subject_batches(subject_batch(PAIRS, vocab), batch_size=3, seed=1))
     assert all(torch.equal(a.words, b.words) for a, b in zip(shuffled, again, strict=True))
-
-
-# ---------------------------------------------------------------------------------------------- the exhibit
-def test_lecture_bug_2_the_sparsity_term_is_the_mean_over_the_padding(batch, vocab):
-    torch.manual_seed(0)
-    lecture = LectureAttentionClassifier(len(vocab))
-    logits, weights, sparsity = lecture(batch.words[:1, :4])  # one unpadded sentence
-    assert logits.shape == (1, len(SUBJECTS)) and weights.shape == (1, 4)
-    assert sparsity.item() == 0.0 and weights.min() > 0.3  # words have weights, the term sees none of them
-    _, weights, sparsity = lecture(batch.words)  # padded: the term is the mean over the padded positions only
-    assert sparsity.item() == pytest.approx(weights[~batch.mask].mean().item())
-    z = weights.detach().requires_grad_()  # its gradient reaches the padding, never a word
-    (z * ~batch.mask).sum().div((~batch.mask).sum()).backward()
-    assert (z.grad[batch.mask] == 0).all() and (z.grad[~batch.mask] > 0).all()
-
-
-def test_lecture_bug_1_the_predictor_never_runs(batch, vocab):
-    torch.manual_seed(0)
-    lecture = LectureAttentionClassifier(len(vocab))
-    logits, _, _ = lecture(batch.words)
-    F.cross_entropy(logits, batch.labels).backward()
-    assert all(p.grad is None for p in lecture.predictor.parameters())
-    assert all(p.grad is not None for p in lecture.attender.parameters())
 
 
 # ---------------------------------------------------------------------------------------------- fixed model

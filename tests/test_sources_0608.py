@@ -1,7 +1,7 @@
 """What notebooks 06 and 08 (and their questions) say about their sources: no claim the sources contradict.
 
-The lecture's attention classifier packs both passes and takes its sparsity term as a masked mean over the padding;
-the course's exhibit is a simplified model of its own, labelled so. Hiding the most or the least attended word
+Notebook 08 shows the lecture's attention classifier as the lecture wrote it (quoted, then run on the stand-ins it
+names: tests/test_sources_lecture.py checks the copy and the bugs). Hiding the most or the least attended word
 (notebook 06) is an observation whose order flips between runs: never asserted, related to the literature. Those two
 checks read every notebook of notebooks/, core or appendix: the exhibits may move (the tick labels live in the
 sources' gallery, A3)."""
@@ -22,11 +22,15 @@ def _all_notebooks_text() -> str:
     return "\n".join(_text(path.name) for path in sorted(NOTEBOOKS.glob("*.ipynb")))
 
 
-def test_notebook_08_labels_its_exhibit_and_does_not_claim_the_lecture_runs_unpacked():
+def test_notebook_08_quotes_the_lectures_classifier_and_says_what_its_runnable_copy_changes():
     text = _text("08_attention_classification.ipynb")
     assert "as shown" not in text and "the LSTMs run unpacked, so" not in text
-    assert "not Carton's" in text and "pack_padded_sequence" in text
-    assert "input_ids == padding_id" in text and "one `display()` call per word" in text
+    assert "LectureAttentionClassifier" not in text  # the simplified exhibit is gone: the lecture's own lines instead
+    for lines in ("859-883", "887-902", "910-938", "1103-1108", "1118-1121"):  # the class, its printout, its display
+        assert f"<!-- quote 003 lines {lines} -->" in text
+    assert "class CartonAttentionClassifier(pl.LightningModule)" in text and "pack_padded_sequence" in text
+    assert "neither defined nor imported" in text and "would have printed 0.46, not 0" in text  # masked_mean's reading
+    assert "input_ids == self.padding_id" in text and "one `display()` call per word" in text
     assert "<div" not in text.split("## 6. Showing the selections")[1].split("## Recap")[0].replace(
         '"<div" not in', "")  # the exhibit no longer blames block <div>s
 
