@@ -60,6 +60,8 @@ def mismatches(source: str, first: int, last: int, block: list[str]) -> list[str
     quoted = [line for line in block if line.strip() not in ELISION]
     if not quoted:
         return ["the block quotes nothing"]
+    if fences := [line for line in quoted if line.strip().startswith("```")]:
+        return [f"a fence inside the block breaks the notebook's markdown: {fences[0].strip()!r}"]
     problems, at = [], first - 1  # the next source line (0-based) a quoted line may match
     for line in quoted:
         hits = [i for i in range(at, last) if lines[i].strip() == line.strip()]

@@ -23,6 +23,7 @@ def test_a_wrong_quotation_is_caught():
     assert not mismatches(source, first, last, block)
     assert mismatches(source, first, last, ['15     s = re.sub(r"[^a-zA-Z.!?]+", r" ", s)'])  # the ^ dropped
     assert mismatches(source, 208, 209, block)  # the block does not start where it says
+    assert mismatches("003", 210, 212, ["16     return s", "```", ""])  # a source's fence ends the notebook's block
 
 
 def test_the_readme_credits_every_source():
