@@ -112,14 +112,14 @@ def check_exportable(name: str) -> None:
 
 # -------------------------------------------------------------------------------------------------- the files
 def _alphabet(data) -> str:
-    """Every character of the corpus's French side (raw, before normalisation): what the page accepts; for data
-    made in memory (no corpus file), the characters of its normalised source sentences."""
+    """Every character of the corpus's French side (raw, lower case): what the page accepts, with any Latin letter;
+    for data made in memory (no corpus file), the characters of its normalised source sentences."""
     from course_utils.corpus import read_corpus_lines
 
     side = 1 if data.reverse else 0
     lines = ([line.split("\t")[side] for line in read_corpus_lines(data.corpus_path)] if data.corpus_path
              else [pair.source for pair in data.pairs])
-    characters = {c for line in lines for c in unicodedata.normalize("NFC", line)}
+    characters = {c for line in lines for c in unicodedata.normalize("NFC", line.lower())}
     return "".join(sorted(c for c in characters if not c.isspace()))
 
 

@@ -45,6 +45,10 @@
     return s.trim();
   }
 
+  // In the corpus's French text (any case), or a Latin letter with accents (what the normalisation turns into a-z).
+  const known = (c) => alphabet.has(c.toLowerCase()) ||
+    /^[a-z]$/.test(c.toLowerCase().normalize("NFD").replace(/\p{Mn}/gu, ""));
+
   // A one-line message saying what to type instead, or null when the sentence can be translated.
   function problem(raw) {
     const text = raw.replace(/^\s+|\s+$/g, "");
@@ -54,7 +58,7 @@
     if (!text) return `Nothing to translate: type a French sentence, e.g. ${example}.`;
     if (/[0-9]/.test(text)) return "Digits are not in the corpus's alphabet (the course's normalisation drops them): " +
       "write the number in words, e.g. 'j ai vingt ans .'.";
-    const outside = [...new Set(Array.from(text.normalize("NFC")).filter((c) => !/\s/.test(c) && !alphabet.has(c)))];
+    const outside = [...new Set(Array.from(text.normalize("NFC")).filter((c) => !/\s/.test(c) && !known(c)))];
     if (outside.length) return `${outside.slice(0, 5).map((c) => `'${c}'`).join(", ")} ${outside.length > 1 ? "are" : "is"} ` +
       "not in the corpus's alphabet (French in Latin letters with accents and punctuation): type the sentence without " +
       (outside.length > 1 ? "them." : "it.");
