@@ -21,7 +21,7 @@ What it does (exit 0, or 1 with the reason):
   5. one edit through the page: steps to the second output word, clicks the source word it attends to least (the
      decoder reads only that word at that step), and compares the recomputed translation and weights with PyTorch's
      forced recomputation (decoder.step with the given weights at that step, greedy after it); then one zero-out (x)
-     the same way; then Reset must give the model's own translation back;
+     the same way, and one drag of a bar (W3C pointer actions); Reset must give the model's own translation back;
   6. bad input: an empty line, only unknown words, too long a sentence, digits, characters outside the corpus's
      alphabet, several lines: each gives its one-line message and no result panel;
   7. no request outside file:/data:/blob: and no error in the browser console; saves a screenshot.
@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # webdriver.py beside this file, also when imported
+import webdriver  # noqa: E402
 from run_site_check import OFFLINE_ARGS, check_page_hygiene  # noqa: E402
 from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, free_port, start_chromedriver, stop_chromedriver  # noqa: E402
 
@@ -197,10 +198,31 @@ def check_edit(browser: WebDriver, trained, sentences: list[str]) -> str:
     zero_ids, zero_weights = decode_with_edits(trained.model, ids, {1: given})
     difference = max(difference, compare(f"{sentence!r} zeroed", zeroed["tokens"], zeroed["weights"],
                                          [tgt[i] for i in zero_ids], zero_weights))
+    # a drag: the bar of the word read least, from its middle 40 px to the left (W3C pointer actions), after Reset
+    before = browser.run_js(RESULT_JS)["runs"]
+    browser.click(browser.find("#reset"))
+    wait_run(browser, before, 60, "Reset did not recompute")
+    if browser.run_js("return lab.result.cursor;") != 1:
+        browser.click(browser.find("#next"))
+    before = browser.run_js(RESULT_JS)["runs"]
+    track = browser.find(f'#bars .bar-row[data-index="{target}"] .track')
+    browser._session("POST", "/actions", {"actions": [{"type": "pointer", "id": "mouse", "parameters": {
+        "pointerType": "mouse"}, "actions": [
+        {"type": "pointerMove", "duration": 0, "origin": {webdriver.ELEMENT_KEY: track}, "x": 0, "y": 0},
+        {"type": "pointerDown", "button": 0}, {"type": "pointerMove", "duration": 150, "origin": "pointer", "x": -40,
+                                               "y": 0}, {"type": "pointerUp", "button": 0}]}]})
+    dragged = wait_run(browser, before, 60, "the page did not recompute after a drag")["result"]
+    given = dragged["edits"].get("1")
+    if not given or not 0.2 < given[target] < 0.5 or abs(sum(given) - 1) > TOLERANCE:
+        raise CheckFailed(f"dragging the bar of word {target} to the left of its middle set the weights {given}")
+    drag_ids, drag_weights = decode_with_edits(trained.model, ids, {1: given})
+    difference = max(difference, compare(f"{sentence!r} dragged", dragged["tokens"], dragged["weights"],
+                                         [tgt[i] for i in drag_ids], drag_weights))
     source = sentence.split()
     return (f"edit: {sentence!r} at step 2 (PyTorch and the page both write {' '.join(tgt[i] for i in own)!r}); "
             f"reading only {source[target]!r} the page writes {edited['text']!r}, zeroing "
-            f"{(source + ['<eos>'])[strongest]!r} out {zeroed['text']!r}; both equal PyTorch's forced recomputation "
+            f"{(source + ['<eos>'])[strongest]!r} out {zeroed['text']!r}, dragging {source[target]!r} to "
+            f"{given[target]:.2f} {dragged['text']!r}; each equals PyTorch's forced recomputation "
             f"(decoder.step with the page's weights at step 2, greedy after; words equal, weights within "
             f"{difference:.1e}); Reset restores the model's own")
 
