@@ -124,3 +124,14 @@ def test_vendored_onnxruntime_web_is_the_pinned_npm_release():
         assert hashlib.sha256(content).hexdigest() in readme, name
     assert "onnxruntime-web@1.30.0" in readme and "MIT License" in (ORT / "LICENSE").read_text(encoding="utf-8")
     assert b"1.30.0" in files["ort.wasm.min.js"]
+
+
+def test_site_build_leaves_the_lab_out_with_a_note_while_the_model_is_not_cached(monkeypatch, tmp_path, capsys):
+    """A site build never trains: with no cached model there is no lab/ and no link to it, and a note says why."""
+    from tools.site import _build_lab
+
+    monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "empty"))
+    monkeypatch.delenv("COURSE_FAST", raising=False)
+    assert _build_lab(tmp_path / "site", "lecture-bahdanau") == []
+    assert "attention lab is left out" in capsys.readouterr().err
+    assert not (tmp_path / "site" / "lab").exists()
