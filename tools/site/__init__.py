@@ -161,6 +161,7 @@ _LAB_ENTRY = ('<section class="lab" id="attention-lab">\n<h2>The attention lab</
 def _build_lab(output: Path, name: str) -> list[Path]:
     """Export recipe `name`'s cached model and the lab page into output/lab/ (tools.site.lab); its files, or none,
     with a note on stderr, while the model is not cached (a site build never trains) or the corpus is missing."""
+    from course_utils.corpus import CorpusError, find_corpus
     from course_utils.runtime import fast_mode
     from course_utils.zoo import model_path
     from tools.site.lab import LabError, check_exportable, export_lab
@@ -173,6 +174,12 @@ def _build_lab(output: Path, name: str) -> list[Path]:
     if not model_path(name, fast).exists():
         print(f"note: the attention lab is left out: {name}{' (fast mode)' if fast else ''} is not cached at "
               f"{model_path(name, fast)}; run `python -m course_utils pretrain`, then build again", file=sys.stderr)
+        return []
+    try:
+        find_corpus(download=False)
+    except CorpusError as error:
+        print(f"note: the attention lab is left out: it needs the corpus (vocabularies, test sentences): {error}",
+              file=sys.stderr)
         return []
     try:
         report = export_lab(output / "lab", name, fast=fast, log=None)
