@@ -23,6 +23,7 @@ STAMP_NAME = ".course-requirements.sha256"
 SANITIZE_FILE = REPO / "tests" / "nbval_sanitize.cfg"
 BROWSER_CHECK = REPO / "tests" / "browser" / "run_explorer_check.py"
 SITE_CHECK = REPO / "tests" / "browser" / "run_site_check.py"
+LAB_CHECK = REPO / "tests" / "browser" / "run_lab_check.py"  # the attention lab against PyTorch (tools/site/lab)
 PYTEST_NO_TESTS = 5  # pytest's exit status when nothing was collected
 
 
@@ -134,17 +135,21 @@ def run_tests(pytest_args: list[str]) -> None:
 
 
 def run_browser_check(python: Path) -> None:
-    """Where Chromium and chromedriver exist: the explorer in JupyterLab (`lab --headless`) and the offline site, in
-    headless Chromium. COURSE_BROWSER_CHECK=1 (CI) makes a missing browser an error instead of a note."""
+    """Where Chromium and chromedriver exist: the explorer in JupyterLab (`lab --headless`), the offline site and the
+    attention lab (the fast-mode model unless COURSE_FAST says otherwise, as pytest), in headless Chromium.
+    COURSE_BROWSER_CHECK=1 (CI) makes a missing browser an error instead of a note."""
     if not (shutil.which("chromium") and shutil.which("chromedriver")):
         if os.environ.get("COURSE_BROWSER_CHECK") == "1":
             raise BootstrapError("COURSE_BROWSER_CHECK=1 but chromium/chromedriver are missing: "
                                  "apt-get install -y chromium chromium-driver")
-        print("Browser checks of the explorer and the offline site not run: no chromium/chromedriver "
-              "(apt-get install -y chromium chromium-driver; see tests/browser/run_explorer_check.py).", flush=True)
+        print("Browser checks of the explorer and the offline site not run (nor the attention lab's): no chromium/"
+              "chromedriver (apt-get install -y chromium chromium-driver; see tests/browser/run_explorer_check.py).",
+              flush=True)
         return
     run([python, BROWSER_CHECK], "the browser check of the explorer")
     run([python, SITE_CHECK], "the browser check of the offline site (python -m tools.site)")
+    run([python, LAB_CHECK], "the browser check of the attention lab (python -m tools.site.lab)",
+        env={**os.environ, "COURSE_FAST": os.environ.get("COURSE_FAST", "1")})
 
 
 def port_number(text: str) -> int:

@@ -18,10 +18,15 @@ What DIR holds (open DIR/index.html in a browser, from disk or any web server):
                           questions with their answers; left out with --no-solutions
     _static/mathjax/      MathJax 2.7.9 copied from the PyPI package jupyter-server-mathjax (requirements.txt)
     _static/reveal.js/    reveal.js 4.6.1, the subset vendored in tools/site/static/ (MIT)
+    lab/index.html        the attention lab (tools.site.lab): the lecture-bahdanau model (--lab-model NAME for another
+                          cached recipe; the fast-mode one when COURSE_FAST=1) run in the page with onnxruntime-web,
+                          attention editable; left out, with a note, while that model is not cached (run `pretrain`),
+                          or with --no-lab
 
-Nothing is executed: the pages show the outputs stored in the notebooks, figures embedded as PNG; a widget output
-(06's explorer) is replaced by a note. The build fails if any page would load a resource from another host
-(tools.site.offline); tests/browser/run_site_check.py opens the result in headless Chromium with no network.
+Nothing is executed (but the lab, which runs the exported model in the browser): the pages show the outputs stored
+in the notebooks, figures embedded as PNG; a widget output (06's explorer) is replaced by a note. The build fails if
+any page would load a resource from another host (tools.site.offline); tests/browser/run_site_check.py opens the
+result in headless Chromium with no network, and tests/browser/run_lab_check.py the lab.
 
 This module builds the whole site from the parts (export: one notebook's page and slides; pages: the index and
 solutions pages; offline: the remote-resource check) and is the command line. Not about the library or the
@@ -41,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools.site.export import export_notebook, export_session_deck
+from tools.site.lab import DEFAULT_MODEL as LAB_MODEL
 from tools.site.offline import STATIC, SiteError, check_offline
 from tools.site.pages import index_page, solutions_page
 
@@ -100,11 +106,11 @@ def _default_jobs() -> int:
 
 
 def build_site(output: Path | str, notebooks: list[Path] | None = None, solutions: bool = True,
-               slides: bool = True, jobs: int | None = None) -> SiteReport:
+               slides: bool = True, jobs: int | None = None, lab: str | None = LAB_MODEL) -> SiteReport:
     """Build the static site into `output` (created; files of an earlier build are overwritten) from
     `notebooks` (default: every notebooks/*.ipynb, in name order), exporting `jobs` notebooks at a time (default:
-    two, or one on a one-core machine). Raises SiteError if a notebook is missing or a page would load anything
-    from the network."""
+    two, or one on a one-core machine), with the attention lab of recipe `lab` (None: none). Raises SiteError if a
+    notebook is missing or a page would load anything from the network."""
     start = time.perf_counter()
     output = Path(output)
     paths = sorted(NOTEBOOKS.glob("*.ipynb")) if notebooks is None else [Path(path) for path in notebooks]
@@ -131,7 +137,12 @@ def build_site(output: Path | str, notebooks: list[Path] | None = None, solution
     written = [path for _, files in results for path in files]
     decks = _build_session_decks(paths, output) if slides else []
     written += [output / name for name, _, _ in decks]
-    (output / "index.html").write_text(index_page(entries, solutions, decks), encoding="utf-8")
+    lab_files = _build_lab(output, lab) if lab else []
+    written += lab_files
+    index = index_page(entries, solutions, decks)
+    if lab_files:
+        index = index.replace('<section class="notebook"', _LAB_ENTRY + '<section class="notebook"', 1)
+    (output / "index.html").write_text(index, encoding="utf-8")
     written.append(output / "index.html")
     if solutions:
         (output / "solutions.html").write_text(solutions_page(), encoding="utf-8")
@@ -140,6 +151,41 @@ def build_site(output: Path | str, notebooks: list[Path] | None = None, solution
         (output / "solutions.html").unlink()  # a students' build over a lecturer's one
     check_offline(output)
     return SiteReport(output, written, time.perf_counter() - start)
+
+
+_LAB_ENTRY = ('<section class="lab" id="attention-lab">\n<h2>The attention lab</h2>\n<p><a href="lab/index.html">Open '
+              'the lab</a>: the course\'s trained translator runs in the page; type a French sentence, read its '
+              'attention, and change where the decoder looks at any step.</p>\n</section>\n')
+
+
+def _build_lab(output: Path, name: str) -> list[Path]:
+    """Export recipe `name`'s cached model and the lab page into output/lab/ (tools.site.lab); its files, or none,
+    with a note on stderr, while the model is not cached (a site build never trains) or the corpus is missing."""
+    from course_utils.corpus import CorpusError, find_corpus
+    from course_utils.runtime import fast_mode
+    from course_utils.zoo import model_path
+    from tools.site.lab import LabError, check_exportable, export_lab
+
+    try:
+        check_exportable(name)
+    except LabError as error:
+        raise SiteError(str(error)) from None
+    fast = fast_mode()
+    if not model_path(name, fast).exists():
+        print(f"note: the attention lab is left out: {name}{' (fast mode)' if fast else ''} is not cached at "
+              f"{model_path(name, fast)}; run `python -m course_utils pretrain`, then build again", file=sys.stderr)
+        return []
+    try:
+        find_corpus(download=False)
+    except CorpusError as error:
+        print(f"note: the attention lab is left out: it needs the corpus (vocabularies, test sentences): {error}",
+              file=sys.stderr)
+        return []
+    try:
+        report = export_lab(output / "lab", name, fast=fast, log=None)
+    except (LabError, OSError) as error:
+        raise SiteError(f"the attention lab could not be exported: {error}") from None
+    return [path for path in report.output.rglob("*") if path.is_file()]
 
 
 def _build_session_decks(paths: list[Path], output: Path) -> list[tuple[str, str, int]]:
@@ -161,7 +207,7 @@ def _build_session_decks(paths: list[Path], output: Path) -> list[tuple[str, str
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of `python -m tools.site --output DIR [--notebooks NB ...] [--no-solutions] [--no-slides]
-    [--jobs N]`."""
+    [--lab-model NAME | --no-lab] [--jobs N]`."""
     parser = argparse.ArgumentParser(prog="python -m tools.site",
                                      description="Build the course's static site: index, one page and one reveal.js "
                                                  "deck per notebook, and the lecturers' solutions page; it reads "
@@ -171,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="notebooks to include (default: every notebooks/*.ipynb)")
     parser.add_argument("--no-solutions", action="store_true", help="leave out the solutions page (students' copy)")
     parser.add_argument("--no-slides", action="store_true", help="leave out the slides (faster)")
+    parser.add_argument("--lab-model", default=LAB_MODEL,
+                        help=f"the cached recipe the attention lab runs (default {LAB_MODEL}; tools.site.lab)")
+    parser.add_argument("--no-lab", action="store_true", help="leave out the attention lab")
     parser.add_argument("--jobs", "-j", type=int, default=None,
                         help="notebooks exported at a time (default: 2, or 1 on a one-core machine)")
     return parser
@@ -182,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         report = build_site(args.output, notebooks=args.notebooks or None, solutions=not args.no_solutions,
-                            slides=not args.no_slides, jobs=args.jobs)
+                            slides=not args.no_slides, jobs=args.jobs, lab=None if args.no_lab else args.lab_model)
     except SiteError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
