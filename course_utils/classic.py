@@ -4,9 +4,9 @@ forcing with probability 0.5, Python loops over time steps); only the data (spli
 
 Where each number comes from: the tutorial's stored source (pytorch/tutorials, intermediate_source/
 seq2seq_translation_tutorial.py at 05e7ce2c, a revision of Robertson's 2017 text that already uses torch.device;
-its `train()` is line for line the one Carton's lecture copies) has
-`hidden_size = 256`, `dropout_p=0.1`, `teacher_forcing_ratio = 0.5`, `MAX_LENGTH = 10`, SGD with
-`learning_rate=0.01` (trainIters' default) and `trainIters(encoder1, attn_decoder1, 75000, print_every=5000)`.
+its `train()` is line for line the one Carton's lecture copies) has `hidden_size = 256`, `dropout_p=0.1`,
+`teacher_forcing_ratio = 0.5`, `MAX_LENGTH = 10`, SGD with `learning_rate=0.01` (trainIters' default) and
+`trainIters(encoder1, attn_decoder1, 75000, print_every=5000)`.
 STEPS = 25,000 is not the tutorial's: it is what Carton's lecture (CS 780/880 Lecture 18, 2023) runs with the same
 code, `trainIters(..., 25000, print_every=5000)`. One quirk is a bug the baseline keeps on purpose: `train_step`'s
 reported loss divides by the whole target length even after free running stopped early (see there; appendix A6).
