@@ -1,6 +1,15 @@
 """The 2017 PyTorch tutorial "Translation with a Sequence to Sequence Network and Attention", the benchmarks' baseline:
 its recipe as written, quirks included (one pair per SGD step, location attention over MAX_LENGTH slots, teacher
 forcing with probability 0.5, Python loops over time steps); only the data (split, vocabularies, ids) is the course's.
+
+Where each number comes from: the tutorial's stored source (pytorch/tutorials, intermediate_source/
+seq2seq_translation_tutorial.py at 05e7ce2c, a revision of Robertson's 2017 text that already uses torch.device;
+its `train()` is line for line the one Carton's lecture copies) has `hidden_size = 256`, `dropout_p=0.1`,
+`teacher_forcing_ratio = 0.5`, `MAX_LENGTH = 10`, SGD with `learning_rate=0.01` (trainIters' default) and
+`trainIters(encoder1, attn_decoder1, 75000, print_every=5000)`.
+STEPS = 25,000 is not the tutorial's: it is what Carton's lecture (CS 780/880 Lecture 18, 2023) runs with the same
+code, `trainIters(..., 25000, print_every=5000)`. One quirk is a bug the baseline keeps on purpose: `train_step`'s
+reported loss divides by the whole target length even after free running stopped early (see there; appendix A6).
 """
 from __future__ import annotations
 
@@ -20,7 +29,7 @@ __all__ = ["HIDDEN_SIZE", "LEARNING_RATE", "STEPS", "ClassicEncoder", "ClassicAt
 HIDDEN_SIZE = 256
 LEARNING_RATE = 0.01
 _TEACHER_FORCING_RATIO = 0.5
-STEPS = 25_000  # single-pair steps of the baseline run (the tutorial itself runs 75,000)
+STEPS = 25_000  # single-pair steps of the baseline run, as Carton's lecture (the tutorial runs 75,000)
 
 
 class ClassicEncoder(nn.Module):
@@ -71,7 +80,12 @@ def make_classic(src_vocab_size: int, tgt_vocab_size: int, seed: int = 0) -> Cla
 
 def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: list[int]) -> tuple[float, int]:
     """The tutorial's `train()` as written: one pair, one SGD step. Returns (loss / target length, decoder steps
-    run). Introduced in appendix A2."""
+    run). Introduced in appendix A2.
+
+    The first number is the tutorial's, bug included: without teacher forcing the loop stops at a predicted EOS, yet
+    the summed loss is still divided by the whole target length, so a pair that stopped after k of T tokens reports
+    k/T of its real per-token mean (too low). The real mean is `loss * len(tgt_ids) / steps`. Kept unchanged: the
+    baseline reproduces the tutorial's printed numbers; appendix A6 shows the gap."""
     encoder, decoder = model
     for optimizer in optimizers:
         optimizer.zero_grad()
@@ -98,7 +112,9 @@ def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: lis
     loss.backward()
     for optimizer in optimizers:
         optimizer.step()
-    return loss.item() / tgt.size(0), steps  # the tutorial's: over the whole target, even after an early <eos>
+    # The tutorial's bug, kept on purpose: divided by the whole target length even when the loop above broke at a
+    # predicted <eos> after `steps` < T tokens; the real mean per scored token is loss.item() / steps.
+    return loss.item() / tgt.size(0), steps
 
 
 class ClassicRun(NamedTuple):
@@ -112,8 +128,8 @@ class ClassicRun(NamedTuple):
 def train_classic(train_id_pairs: list[tuple[list[int], list[int]]], src_vocab_size: int, tgt_vocab_size: int,
                   steps: int = STEPS, seed: int = 0, time_limit: float | None = None,
                   progress: bool = True) -> ClassicRun:
-    """The tutorial's `trainIters`: `steps` random pairs, one SGD step each, or until `time_limit` seconds have passed.
-    Introduced in notebook 05."""
+    """The tutorial's `trainIters`: `steps` random pairs, one SGD step each, or until `time_limit` seconds have passed
+    (no loss printing or plotting). Introduced in notebook 05."""
     random.seed(seed)
     model = make_classic(src_vocab_size, tgt_vocab_size, seed)
     optimizers = [torch.optim.SGD(part.parameters(), lr=LEARNING_RATE) for part in model]
@@ -133,7 +149,8 @@ def train_classic(train_id_pairs: list[tuple[list[int], list[int]]], src_vocab_s
 
 @torch.no_grad()
 def classic_translate(model: ClassicModel, src_ids: list[int]) -> list[int]:
-    """The tutorial's `evaluate()`, in eval mode: greedy, at most MAX_LENGTH ids (no EOS). Introduced in notebook 05."""
+    """The tutorial's `evaluate()`, in eval mode: greedy, at most MAX_LENGTH ids (no EOS; the tutorial appends
+    '<EOS>' to its words). Introduced in notebook 05."""
     encoder, decoder = model
     encoder.eval(), decoder.eval()
     src_ids = src_ids[:MAX_LENGTH]

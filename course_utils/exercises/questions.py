@@ -406,6 +406,24 @@ QUESTIONS: dict[str, list[Question]] = {
                  "it reads its own words. Feeding it its own predictions during part of training narrows that gap, "
                  "at the price of slower and noisier training."),
     ],
+    "A6": [
+        _concept("A6", "A training loop stops a pair at the first predicted `<eos>` and divides its summed loss by the "
+                       "whole target length. Which runs does the printed loss flatter, and what should it divide by?",
+                 "Runs that stop early often: a pair stopped after k of its T tokens reports k/T of its real mean "
+                 "loss. Divide by the tokens actually scored, or score every real target token and average over "
+                 "them, as the package does."),
+        _concept("A6", "Why must a teacher-forced training step run over the whole target, even where the model "
+                       "already predicts `<eos>`?",
+                 "The next input is the reference word anyway, so nothing forces the loop to stop. An `<eos>` "
+                 "predicted too early is exactly the mistake the step should correct, and only the loss on the "
+                 "reference words after it carries that correction."),
+        _concept("A6", "`if torch.cuda.is_available:` and a decoding loop `while True` both worked on their author's "
+                       "machine. Why, and where does each fail?",
+                 "A function object is always true, so the first picks CUDA everywhere: fine on a GPU machine, an "
+                 "error at the first `.to(device)` elsewhere. The loop ends only when the model predicts `<eos>`, "
+                 "which a model fitted to its training sentences does there; an untrained model or a new sentence "
+                 "can keep it going for ever, so decoding needs a length cap."),
+    ],
 }
 
 
