@@ -294,8 +294,10 @@ QUESTIONS: dict[str, list[Question]] = {
                        "padding_id`. Why is it 0 for an unpadded sentence, and what does the penalty push on?",
                  "`input_ids == padding_id` is True on the padding, so the masked mean is taken over the padding "
                  "positions, not over the words. An unpadded sentence (or batch) has no padding position: the mean "
-                 "over nothing is 0 whatever the weights. In a padded batch the term is the padding's mean weight, "
-                 "and its gradient never reaches a word. The fix averages the gates over each sentence's real "
+                 "over nothing is 0 whatever the weights. In a padded batch the term is the padding's mean weight: "
+                 "the attender's outputs there are the zeros pad_packed_sequence writes, so the weight is the "
+                 "sigmoid of the output layer's bias, and the penalty only lowers that bias, every word's weight "
+                 "alike, never one word's more than another's. The fix averages the gates over each sentence's real "
                  "words (the mask `input_ids != padding_id`), then over the sentences."),
         _concept("08", "Why are soft gates not a real selection, and what do hard gates with the straight-through "
                        "estimator change?",
