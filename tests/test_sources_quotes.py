@@ -1,9 +1,7 @@
 """Every quotation of a source in the notebooks is the source's own lines (tests/seeds.py says how a quotation is
 marked), and the cell that quotes names the source's author."""
-from pathlib import Path
 
 import pytest
-
 from seeds import ROOT, SOURCES, mismatches, quotes
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
