@@ -408,6 +408,26 @@ QUESTIONS: dict[str, list[Question]] = {
                  "it reads its own words. Feeding it its own predictions during part of training narrows that gap, "
                  "at the price of slower and noisier training."),
     ],
+    "A5": [
+        _concept("A5", "Kim's training loop logs `current_loss.item()/(j+1)` after its loop over the sentences. What "
+                       "does that number measure, and what should be logged instead?",
+                 "`current_loss` restarts at zero for every sentence, so after the loop it holds the last sentence's "
+                 "loss alone, and `j + 1` is the number of sentences: the log is one sentence's loss shrunk n times, "
+                 "as noisy as one sentence and far too small. Log the epoch's mean instead: add up every sentence's "
+                 "(or every word's) loss during the epoch and divide by their number at the end."),
+        _concept("A5", "Why does the heatmap of Kim's evaluation cell show sentence 6's words but not sentence 6's "
+                       "attention?",
+                 "The cell builds sentence 6's tensor without assigning it, so it encodes `source` and decodes as "
+                 "long as `target`, the names the training loop left behind, which hold the last training pair. "
+                 "Only the tick labels come from sentence 6. A function that takes the sentence as its argument, "
+                 "such as `translate`, cannot read such leftovers."),
+        _concept("A5", "The post's decoder attends to the zero rows of `enc_outputs` past the sentence, and its "
+                       "heatmap cuts those columns away. Why do zero rows get any weight, and what is the fix?",
+                 "A zero key still gets a finite score, the same formula applied to a vector of zeros, so the "
+                 "softmax gives it a share; cutting the columns hides that share and leaves rows that no longer sum "
+                 "to 1. Masking the padded positions with minus infinity before the softmax gives them exactly 0, "
+                 "so the weights on the real words sum to 1 and there is nothing to cut."),
+    ],
     "A6": [
         _concept("A6", "A training loop stops a pair at the first predicted `<eos>` and divides its summed loss by the "
                        "whole target length. Which runs does the printed loss flatter, and what should it divide by?",
