@@ -30,3 +30,7 @@ def test_the_readme_credits_every_source():
                   ["Jake Tae", "jaketae.github.io"], ["buomsoo-kim", "Alignment Models (3)"],
                   ["Samuel Carton", "lecture 18"], ["Gabriel Loye", "floydhub"]):
         assert all(word in credits for word in words), words
+
+
+def test_every_source_is_quoted_from_its_text():
+    assert {quote[1] for quote in QUOTES} == set(SOURCES)
