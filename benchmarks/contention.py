@@ -61,7 +61,7 @@ def run(policy: str, copies: int, seconds: float, threads: int, variables: dict[
     """Start `copies` workers that train at the same moment; their steps per second."""
     env = {key: value for key, value in os.environ.items() if key not in _OPENMP_VARIABLES}
     env.update(variables)
-    start_at = time.time() + 18.0  # time enough for every worker to load the data and warm up
+    start_at = time.time() + 18.0 if copies > 1 else 0.0  # a pair: time for both to load the data and warm up
     command = [sys.executable, __file__, "--worker", policy, "--seconds", str(seconds), "--threads", str(threads),
                "--start-at", str(start_at)]
     processes = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of all four runs (default 3)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads per training (default 2)")
     parser.add_argument("--output", type=Path, help="also write the results as JSON here")
+    parser.add_argument("--alone-only", action="store_true",
+                        help="time each setting alone only (more rounds in the same time: the lone speeds' noise)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
                         help="another setting to compare, e.g. spin:GOMP_SPINCOUNT=20000 (torch imported first)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -94,19 +96,22 @@ def main() -> None:
     for round_ in range(args.rounds):
         for policy in policies if round_ % 2 == 0 else policies[::-1]:
             alone[policy] += run(policy, 1, args.seconds, args.threads, settings[policy])
-            pair[policy] += run(policy, 2, args.seconds, args.threads, settings[policy])
-            print(f"round {round_ + 1} {policy}: alone {alone[policy][-1]:.2f} steps/s, "
-                  f"pair {pair[policy][-2]:.2f} and {pair[policy][-1]:.2f}", flush=True)
-    rows = {policy: {"alone_steps_per_s": statistics.median(alone[policy]),
-                     "pair_steps_per_s": statistics.median(pair[policy]),
-                     "pair_slowdown": statistics.median(alone[policy]) / statistics.median(pair[policy]),
-                     "worst_pair_slowdown": statistics.median(alone[policy]) / min(pair[policy])}
-            for policy in policies}
-    print("\n| policy | alone (steps/s) | each of two at once (steps/s) | slowdown (median) | slowdown (worst) |")
-    print("|---|---|---|---|---|")
-    for policy, row in rows.items():
-        print(f"| {policy} | {row['alone_steps_per_s']:.2f} | {row['pair_steps_per_s']:.2f} | "
-              f"{row['pair_slowdown']:.2f}x | {row['worst_pair_slowdown']:.2f}x |")
+            if not args.alone_only:
+                pair[policy] += run(policy, 2, args.seconds, args.threads, settings[policy])
+            print(f"round {round_ + 1} {policy}: alone {alone[policy][-1]:.2f} steps/s"
+                  + ("" if args.alone_only else f", pair {pair[policy][-2]:.2f} and {pair[policy][-1]:.2f}"),
+                  flush=True)
+    rows = {policy: {"alone_steps_per_s": statistics.median(alone[policy])} for policy in policies}
+    if not args.alone_only:
+        for policy, row in rows.items():
+            row.update(pair_steps_per_s=statistics.median(pair[policy]),
+                       pair_slowdown=row["alone_steps_per_s"] / statistics.median(pair[policy]),
+                       worst_pair_slowdown=row["alone_steps_per_s"] / min(pair[policy]))
+        print("\n| policy | alone (steps/s) | each of two at once (steps/s) | slowdown (median) | slowdown (worst) |")
+        print("|---|---|---|---|---|")
+        for policy, row in rows.items():
+            print(f"| {policy} | {row['alone_steps_per_s']:.2f} | {row['pair_steps_per_s']:.2f} | "
+                  f"{row['pair_slowdown']:.2f}x | {row['worst_pair_slowdown']:.2f}x |")
     for policy in policies[1:]:
         ratio = rows[policy]["alone_steps_per_s"] / rows["default"]["alone_steps_per_s"]
         print(f"alone, {policy} against the default: {ratio:.3f}x")

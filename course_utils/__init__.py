@@ -23,8 +23,8 @@ import os as _os
 
 __version__ = "0.1.0"
 
-# Idle OpenMP threads spin 5,000 rounds, then sleep (GNU OpenMP's own default spins 300,000): a lone training keeps
-# its speed and two trainings on one machine each run about 2x slower instead of 6x to 30x
+# Idle OpenMP threads spin 5,000 rounds, then sleep (GNU OpenMP's own default spins 300,000): two trainings on one
+# machine each run about 2.5x slower than alone instead of 4x to 30x, a lone one at up to a tenth less speed
 # (benchmarks/results/contention_spin.md). OpenMP reads it when torch loads it, so it applies where course_utils is
 # imported before torch (the notebooks, the command line, the README's two commands and what they start); an
 # OMP_WAIT_POLICY or GOMP_SPINCOUNT already set wins.
