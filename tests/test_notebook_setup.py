@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -48,6 +49,22 @@ def test_every_notebook_starts_with_the_same_setup_cell():
         assert _setup_index(cells) == first_code == 1, notebook.name
         assert "".join(cells[1]["source"]) == SETUP_CELL, f"{notebook.name}: run python {__file__} --write"
         assert cells[1]["outputs"] == []
+
+
+def test_every_cell_has_a_unique_id():  # nbformat 4.5 requires one; Jupyter and nbval warn without it
+    for notebook in NOTEBOOKS:
+        nb = json.loads(notebook.read_text(encoding="utf-8"))
+        ids = [cell.get("id") for cell in nb["cells"]]
+        assert (nb["nbformat"], nb["nbformat_minor"]) >= (4, 5) and None not in ids, notebook.name
+        assert len(set(ids)) == len(ids), notebook.name
+
+
+def test_every_notebook_imports_course_utils_before_torch():  # so that the package's OpenMP spin applies
+    for notebook in NOTEBOOKS:
+        code = "\n".join("".join(cell["source"]) for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+                         if cell["cell_type"] == "code")
+        imports = re.findall(r"^\s*(?:from|import)\s+(torch|course_utils)\b", code, re.M)
+        assert imports and imports[0] == "course_utils", notebook.name
 
 
 def test_the_setup_cell_does_nothing_off_colab(monkeypatch):
