@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_site_check import OFFLINE_ARGS, REPO, RESOURCES_JS, TYPESET_JS  # noqa: E402
-from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, free_port, start_chromedriver, stop_chromedriver  # noqa: E402
+from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, headless_chromium  # noqa: E402
 
 WIDTH, HEIGHT, MAX_SLIDES = 1280, 720, 30
 
@@ -135,27 +135,16 @@ def main() -> int:
     parser.add_argument("--site", type=Path, default=None, help="check this built site instead of building one")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder (the tagged copies, the site)")
     args = parser.parse_args()
-    for tool in (CHROMIUM, CHROMEDRIVER):
-        if not shutil.which(tool):
-            print(f"FAILED: {tool} not found: apt-get install -y chromium chromium-driver")
-            return 1
     folder = Path(tempfile.mkdtemp(prefix="deck-check-"))
-    driver_process = browser = None
     try:
-        site = (args.site or build_tagged(folder)).resolve()
-        port = free_port()
-        driver_process = start_chromedriver(CHROMEDRIVER, port)
-        browser = WebDriver(port, CHROMIUM, window=(1280, 800), logging_prefs={"browser": "ALL"},
-                            extra_args=["--allow-file-access-from-files", *OFFLINE_ARGS])
-        summary = check_session_decks(browser, site)
+        with headless_chromium(CHROMIUM, CHROMEDRIVER, window=(1280, 800), logging_prefs={"browser": "ALL"},
+                               extra_args=["--allow-file-access-from-files", *OFFLINE_ARGS]) as browser:
+            site = (args.site or build_tagged(folder)).resolve()
+            summary = check_session_decks(browser, site)
     except CheckFailed as error:
         print(f"FAILED: {error}")
         return 1
     finally:
-        if browser is not None:
-            browser.quit()
-        if driver_process is not None:
-            stop_chromedriver(driver_process)
         if args.keep:
             print(f"kept {folder}")
         else:

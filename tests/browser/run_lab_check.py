@@ -43,7 +43,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # webdriver.py beside this file, also when imported
 import webdriver  # noqa: E402
 from run_site_check import OFFLINE_ARGS, check_page_hygiene  # noqa: E402
-from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, free_port, start_chromedriver, stop_chromedriver  # noqa: E402
+from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, headless_chromium  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(1, str(REPO))  # tools.site.lab (the reference decoding with edits), as from the repository root
@@ -241,63 +241,58 @@ def check_bad_inputs(browser: WebDriver) -> None:
 
 
 def check(lab: Path | None, model: str, count: int, screenshot: Path | None, chromium: str, chromedriver: str) -> str:
-    for tool in (chromium, chromedriver):
-        if not shutil.which(tool):
-            raise CheckFailed(f"{tool} not found: apt-get install -y chromium chromium-driver")
     folder = Path(tempfile.mkdtemp(prefix="lab-check-"))
-    driver_process = browser = None
     try:
-        exported = ""
-        if lab is None:
-            lab = folder / "lab"
-            exported = f"exported in {export(lab, model):.0f} s; "
-        lab = lab.resolve()
-        manifest = read_manifest(lab)
-        from course_utils.data import load_course_data
-        from course_utils.zoo import load_or_train
-
-        data = load_course_data(log=None)
-        trained = load_or_train(manifest["model"], data=data, fast=manifest["fast"], log=None)
-        trained.model.eval()
-        if manifest["source_vocab"] != trained.src_vocab.index2word:
-            raise CheckFailed(f"{lab} was exported from another {manifest['model']} (its vocabulary differs)")
-        sentences = list(dict.fromkeys(pair.source for pair in data.splits.test))[:count]
-        if len(sentences) < count:
-            raise CheckFailed(f"the test split has only {len(sentences)} distinct sources, {count} asked")
-        megabytes = sum(path.stat().st_size for path in lab.rglob("*") if path.is_file()) / 1e6
-        port = free_port()
-        driver_process = start_chromedriver(chromedriver, port)
-        browser = WebDriver(port, chromium, window=(1400, 1300), extra_args=OFFLINE_ARGS,
-                            logging_prefs={"browser": "ALL"})
-        started = time.monotonic()
-        browser.get((lab / "index.html").as_uri())
-        ready = browser.wait_js("return window.lab && (lab.ready || lab.error) ? {ready: lab.ready, error: lab.error, "
-                                "loadMs: lab.loadMs, runs: lab.runs} : null;", 120, "the lab did not load")
-        if not ready["ready"]:
-            raise CheckFailed(f"the lab did not load: {ready['error']}")
-        browser.wait_js("return lab.runs > 0 ? true : null;", 60, "the first translation did not finish")
-        load_seconds = time.monotonic() - started
-        check_normalisation(browser, trained.src_vocab)
-        worst, timings = check_sentences(browser, trained, sentences)
-        edit = check_edit(browser, trained, sentences)
-        check_bad_inputs(browser)
-        submit(browser, sentences[0])  # the page still works after bad input
-        check_page_hygiene(browser, "lab/index.html")
-        if screenshot:
-            browser.screenshot(screenshot)
-        mode = " (fast mode)" if manifest["fast"] else ""
-        return (f"{exported}{manifest['model']}{mode}; page {megabytes:.1f} MB, loaded in {load_seconds:.1f} s (the "
-                f"runtime and graphs {ready['loadMs'] / 1000:.1f} s); {len(sentences)}/{len(sentences)} test sentences "
-                f"as PyTorch's greedy decoding (same words, weights within {worst:.1e}); translation "
-                f"{statistics.median(timings):.0f} ms per sentence (median; mean {statistics.mean(timings):.0f}, max "
-                f"{max(timings):.0f}); {edit}; {len(BAD_INPUTS)} kinds of bad input answered in one line; "
-                "normalisation as the course's; no request outside file://, no console error")
+        with headless_chromium(chromium, chromedriver, window=(1400, 1300), extra_args=OFFLINE_ARGS,
+                               logging_prefs={"browser": "ALL"}) as browser:  # first: a missing browser fails fast
+            return _check_lab(browser, lab, model, count, screenshot, folder)
     finally:
-        if browser is not None:
-            browser.quit()
-        if driver_process is not None:
-            stop_chromedriver(driver_process)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _check_lab(browser: WebDriver, lab: Path | None, model: str, count: int, screenshot: Path | None,
+               folder: Path) -> str:
+    exported = ""
+    if lab is None:
+        lab = folder / "lab"
+        exported = f"exported in {export(lab, model):.0f} s; "
+    lab = lab.resolve()
+    manifest = read_manifest(lab)
+    from course_utils.data import load_course_data
+    from course_utils.zoo import load_or_train
+
+    data = load_course_data(log=None)
+    trained = load_or_train(manifest["model"], data=data, fast=manifest["fast"], log=None)
+    trained.model.eval()
+    if manifest["source_vocab"] != trained.src_vocab.index2word:
+        raise CheckFailed(f"{lab} was exported from another {manifest['model']} (its vocabulary differs)")
+    sentences = list(dict.fromkeys(pair.source for pair in data.splits.test))[:count]
+    if len(sentences) < count:
+        raise CheckFailed(f"the test split has only {len(sentences)} distinct sources, {count} asked")
+    megabytes = sum(path.stat().st_size for path in lab.rglob("*") if path.is_file()) / 1e6
+    started = time.monotonic()
+    browser.get((lab / "index.html").as_uri())
+    ready = browser.wait_js("return window.lab && (lab.ready || lab.error) ? {ready: lab.ready, error: lab.error, "
+                            "loadMs: lab.loadMs, runs: lab.runs} : null;", 120, "the lab did not load")
+    if not ready["ready"]:
+        raise CheckFailed(f"the lab did not load: {ready['error']}")
+    browser.wait_js("return lab.runs > 0 ? true : null;", 60, "the first translation did not finish")
+    load_seconds = time.monotonic() - started
+    check_normalisation(browser, trained.src_vocab)
+    worst, timings = check_sentences(browser, trained, sentences)
+    edit = check_edit(browser, trained, sentences)
+    check_bad_inputs(browser)
+    submit(browser, sentences[0])  # the page still works after bad input
+    check_page_hygiene(browser, "lab/index.html")
+    if screenshot:
+        browser.screenshot(screenshot)
+    mode = " (fast mode)" if manifest["fast"] else ""
+    return (f"{exported}{manifest['model']}{mode}; page {megabytes:.1f} MB, loaded in {load_seconds:.1f} s (the "
+            f"runtime and graphs {ready['loadMs'] / 1000:.1f} s); {len(sentences)}/{len(sentences)} test sentences "
+            f"as PyTorch's greedy decoding (same words, weights within {worst:.1e}); translation "
+            f"{statistics.median(timings):.0f} ms per sentence (median; mean {statistics.mean(timings):.0f}, max "
+            f"{max(timings):.0f}); {edit}; {len(BAD_INPUTS)} kinds of bad input answered in one line; "
+            "normalisation as the course's; no request outside file://, no console error")
 
 
 def main() -> int:

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # webdriver.py beside this file, also when imported
-from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, free_port, start_chromedriver, stop_chromedriver  # noqa: E402
+from webdriver import CHROMEDRIVER, CHROMIUM, CheckFailed, WebDriver, headless_chromium  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
@@ -175,42 +175,32 @@ def build(site: Path) -> float:
 
 def check(site: Path | None, stem: str, screenshot: Path | None, chromium: str, chromedriver: str,
           keep: bool) -> str:
-    for tool in (chromium, chromedriver):
-        if not shutil.which(tool):
-            raise CheckFailed(f"{tool} not found: apt-get install -y chromium chromium-driver")
     folder = Path(tempfile.mkdtemp(prefix="site-check-"))
-    driver_process = browser = None
     try:
-        built = ""
-        if site is None:
-            site = folder / "site"
-            built = f"built in {build(site):.0f} s; "
-        site = site.resolve()
-        port = free_port()
-        driver_process = start_chromedriver(chromedriver, port)
-        browser = WebDriver(port, chromium, window=(1400, 1100),
-                            extra_args=["--allow-file-access-from-files", *OFFLINE_ARGS],
-                            logging_prefs={"browser": "ALL"})
-        pages = check_index(browser, site)
-        if stem not in pages:
-            raise CheckFailed(f"no page {stem}.html in the site (pages: {pages})")
-        page = check_notebook_page(browser, site, stem, screenshot)
-        deck = check_slides(browser, site, stem)
-        solved = check_solutions(browser, site)
-        decks = "no session decks (no cell tagged `lecture` yet)"
-        if list(site.glob("session-*.slides.html")):
-            from run_deck_check import check_session_decks
+        with headless_chromium(chromium, chromedriver, window=(1400, 1100),
+                               extra_args=["--allow-file-access-from-files", *OFFLINE_ARGS],
+                               logging_prefs={"browser": "ALL"}) as browser:  # first: a missing browser fails fast
+            built = ""
+            if site is None:
+                site = folder / "site"
+                built = f"built in {build(site):.0f} s; "
+            site = site.resolve()
+            pages = check_index(browser, site)
+            if stem not in pages:
+                raise CheckFailed(f"no page {stem}.html in the site (pages: {pages})")
+            page = check_notebook_page(browser, site, stem, screenshot)
+            deck = check_slides(browser, site, stem)
+            solved = check_solutions(browser, site)
+            decks = "no session decks (no cell tagged `lecture` yet)"
+            if list(site.glob("session-*.slides.html")):
+                from run_deck_check import check_session_decks
 
-            decks = check_session_decks(browser, site)
-        return (f"{built}index lists {len(pages)} notebooks; {stem}.html: {page['maths']} MathJax elements, "
-                f"{page['images']} figures decoded, {page['widget_notes']} widget note(s); slides: "
-                f"{deck['slides']} slides + {deck['sub']} sub-slides, notes plugin; solutions: {solved} reference "
-                f"solutions; {decks}; no request outside file://, no console error")
+                decks = check_session_decks(browser, site)
+            return (f"{built}index lists {len(pages)} notebooks; {stem}.html: {page['maths']} MathJax elements, "
+                    f"{page['images']} figures decoded, {page['widget_notes']} widget note(s); slides: "
+                    f"{deck['slides']} slides + {deck['sub']} sub-slides, notes plugin; solutions: {solved} reference "
+                    f"solutions; {decks}; no request outside file://, no console error")
     finally:
-        if browser is not None:
-            browser.quit()
-        if driver_process is not None:
-            stop_chromedriver(driver_process)
         if keep:
             print(f"kept {folder}")
         else:

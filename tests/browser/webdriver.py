@@ -1,13 +1,17 @@
-"""What the browser checks share: chromedriver started on a free port, and the few W3C WebDriver commands they send.
+"""What the browser checks share: headless Chromium behind chromedriver on a free port, and the few W3C WebDriver
+commands they send.
 
-The checks (run_explorer_check.py, run_site_check.py) drive chromedriver through the W3C WebDriver HTTP protocol
-with urllib, so neither Selenium nor Playwright is needed. They are run as scripts, `python tests/browser/<check>.py`,
-which puts this folder on sys.path: `from webdriver import ...` finds this module.
+The checks (run_explorer_check.py, run_site_check.py, run_deck_check.py, run_lab_check.py) drive chromedriver
+through the W3C WebDriver HTTP protocol with urllib, so neither Selenium nor Playwright is needed. They are run as
+scripts, `python tests/browser/<check>.py`, which puts this folder on sys.path: `from webdriver import ...` finds
+this module.
 """
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import shutil
 import socket
 import subprocess
 import time
@@ -151,3 +155,22 @@ def stop_chromedriver(process: subprocess.Popen) -> None:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+@contextlib.contextmanager
+def headless_chromium(chromium: str, chromedriver: str, **options):
+    """A WebDriver session (`options` as WebDriver's) on chromedriver started on a free port; both stopped on exit.
+    Raises CheckFailed, naming the install command, where either program is missing."""
+    for tool in (chromium, chromedriver):
+        if not shutil.which(tool):
+            raise CheckFailed(f"{tool} not found: apt-get install -y chromium chromium-driver")
+    port = free_port()
+    driver_process = start_chromedriver(chromedriver, port)
+    browser = None
+    try:
+        browser = WebDriver(port, chromium, **options)
+        yield browser
+    finally:
+        if browser is not None:
+            browser.quit()
+        stop_chromedriver(driver_process)
