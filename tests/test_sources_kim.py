@@ -5,14 +5,13 @@ the heatmap is the given sentence's (line 68), the epoch's loss is its mean (lin
 graph (line 55), the loss scores every target word with the reference fed (lines 49-53), decoding stops at <eos> or
 a cap from the source (line 79), and padded positions get no weight, so no column needs cutting (line 93).
 """
-import json
-import re
 from pathlib import Path
 
 import matplotlib
 import pytest
 import torch
 import torch.nn.functional as F
+from seeds import quotes
 from torch.testing import assert_close
 
 from course_utils import search, train
@@ -26,7 +25,6 @@ from course_utils.vocab import EOS_ID, SOS_ID
 matplotlib.use("Agg")
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "A5_training_post.ipynb"
-MARKER = re.compile(r"<!-- quote 002 lines (\d+)-(\d+) -->")
 
 
 def tiny_model(data, seed=0) -> Seq2Seq:
@@ -53,9 +51,8 @@ def different_lengths(pairs, n=3):
 def test_the_appendix_quotes_each_bugs_lines():
     """Line 68 (stale tensor), 79 (reference-length decoding), 93 (cut columns), 59 (logged loss), 55
     (retain_graph), 49-53 (no teacher forcing, stop at <eos>): each inside one of A5's quotations of Kim's post."""
-    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
-    text = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
-    covered = {line for first, last in MARKER.findall(text) for line in range(int(first), int(last) + 1)}
+    covered = {line for source, first, last, _, _ in quotes(NOTEBOOK) if source == "002"
+               for line in range(first, last + 1)}
     assert {68, 79, 93, 59, 55, 49, 53} <= covered, sorted(covered)
 
 
