@@ -201,7 +201,7 @@ def export_model(output: Path | str, model, src_vocab, tgt_vocab, name: str, fas
     import torch
 
     from course_utils.search import default_max_steps
-    from course_utils.vocab import MAX_LENGTH
+    from course_utils.vocab import EOS_ID, MAX_LENGTH, PAD_ID, SOS_ID, UNK_ID
     from tools.site.lab.graphs import check_graphs, export_graphs
 
     start = time.perf_counter()
@@ -223,7 +223,8 @@ def export_model(output: Path | str, model, src_vocab, tgt_vocab, name: str, fas
         manifest = {
             "model": name, "fast": fast, "attention": model.config.attention,
             "names": names, "source_vocab": src_vocab.index2word, "target_vocab": tgt_vocab.index2word,
-            "special": {"pad": 0, "sos": 1, "eos": 2, "unk": 3}, "max_words": max_words, "caps": caps,
+            "special": {"pad": PAD_ID, "sos": SOS_ID, "eos": EOS_ID, "unk": UNK_ID},
+            "max_words": max_words, "caps": caps,
             "alphabet": _alphabet(data), "colours": _colours(),
             "labels": {"x": "source", "y": "output", "colourbar": "attention weight"},
             "example": "je suis fatigue .",
