@@ -118,6 +118,11 @@ def open_lab(headless: bool, ip: str, port: int, jupyter_args: list[str]) -> Non
     os.execv(command[0], command)
 
 
+def _fast_unless_set() -> dict[str, str]:
+    """The environment with COURSE_FAST=1 unless the caller set COURSE_FAST: what the test command runs in."""
+    return {**os.environ, "COURSE_FAST": os.environ.get("COURSE_FAST", "1")}
+
+
 def run_tests(pytest_args: list[str]) -> None:
     """The browser checks, ruff, then unit tests and every notebook under nbval in one pytest run (COURSE_FAST=1
     unless the caller sets it). Collecting nothing (pytest's status 5) is never a pass."""
@@ -126,7 +131,7 @@ def run_tests(pytest_args: list[str]) -> None:
     run([python, "-m", "ruff", "check", "."], "ruff (the lint configured in pyproject.toml)")
     status = run([python, "-m", "pytest", "tests", "notebooks", "--nbval-lax", "--nbval-sanitize-with",
                   str(SANITIZE_FILE.relative_to(REPO)), "--nbval-cell-timeout", "900", *pytest_args], None,
-                 env={**os.environ, "COURSE_FAST": os.environ.get("COURSE_FAST", "1")})
+                 env=_fast_unless_set())
     if status == PYTEST_NO_TESTS:
         raise BootstrapError("pytest collected no tests (exit status 5): check the -k/-m expression or the paths "
                              "given after `test`", PYTEST_NO_TESTS)
@@ -149,7 +154,7 @@ def run_browser_check(python: Path) -> None:
     run([python, BROWSER_CHECK], "the browser check of the explorer")
     run([python, SITE_CHECK], "the browser check of the offline site (python -m tools.site)")
     run([python, LAB_CHECK], "the browser check of the attention lab (python -m tools.site.lab)",
-        env={**os.environ, "COURSE_FAST": os.environ.get("COURSE_FAST", "1")})
+        env=_fast_unless_set())
 
 
 def port_number(text: str) -> int:

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT.parent / "shared" / "seeds"
-# id -> (the author's name as the notebooks write it, the source's file-name prefix)
+# the seed file's prefix -> the name the notebooks give its author (a quoting cell must contain it)
 SOURCES = {
     "000": "Dissected Attention Network",
     "001": "Tae",
