@@ -1,15 +1,17 @@
 """Two trainings on one machine: the lecture recipe's training step alone and with a second training beside it,
-under OpenMP's default wait policy and under others, side by side in one run.
+under the settings of b72084c and under others, side by side in one run.
 
     python benchmarks/contention.py                    # about 8 minutes on 2 cores
     python benchmarks/contention.py --seconds 10 --rounds 2 --threads 2
 
-Each training runs in its own process, since OpenMP reads its settings once, when torch loads it: "default" sets
-nothing (idle threads spin a while before they sleep), "passive" sets OMP_WAIT_POLICY=PASSIVE (they sleep at once),
-and each --variant sets its own variables (GOMP_SPINCOUNT=N: spin N rounds, then sleep). A round times, for each
-setting, one training alone, then two at once (each process reports its own steps per second); rounds alternate the
-order so that a change in the machine's load affects all alike. The table gives the median over rounds and each
-pair's slowdown against the lone training of its own setting.
+Each training runs in its own process, since OpenMP reads its settings once, when torch loads it. "today" is
+b72084c: OpenMP's default wait (idle threads spin a while before they sleep), every process on its own; "turns" is
+the course's policy: the same wait, and CPU training steps take turns (`runtime.cpu_turn`); "passive" sets
+OMP_WAIT_POLICY=PASSIVE (idle threads sleep at once) without turns; each --variant sets its own variables
+(GOMP_SPINCOUNT=N: spin N rounds, then sleep; COURSE_CPU_TURNS=0: no turns). A round times, for each setting, one
+training alone, then two at once (each process reports its own steps per second); rounds alternate the order so
+that a change in the machine's load affects all alike. The table gives the median over rounds and each pair's
+slowdown against the lone training of its own setting; the last lines compare each lone speed with today's.
 """
 from __future__ import annotations
 
@@ -23,8 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"}}
-_OPENMP_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
+POLICIES = {"today": {"COURSE_CPU_TURNS": "0"}, "turns": {},
+            "passive": {"OMP_WAIT_POLICY": "PASSIVE", "COURSE_CPU_TURNS": "0"}}
+_OPENMP_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "COURSE_CPU_TURNS")
 
 
 def worker(policy: str, seconds: float, threads: int, start_at: float) -> None:
@@ -113,8 +116,8 @@ def main() -> None:
             print(f"| {policy} | {row['alone_steps_per_s']:.2f} | {row['pair_steps_per_s']:.2f} | "
                   f"{row['pair_slowdown']:.2f}x | {row['worst_pair_slowdown']:.2f}x |")
     for policy in policies[1:]:
-        ratio = rows[policy]["alone_steps_per_s"] / rows["default"]["alone_steps_per_s"]
-        print(f"alone, {policy} against the default: {ratio:.3f}x")
+        ratio = rows[policy]["alone_steps_per_s"] / rows["today"]["alone_steps_per_s"]
+        print(f"alone, {policy} against today's: {ratio:.3f}x")
     if args.output:
         args.output.write_text(json.dumps({"command": " ".join(["python", "benchmarks/contention.py", *sys.argv[1:]]),
                                            "seconds": args.seconds, "rounds": args.rounds, "threads": args.threads,

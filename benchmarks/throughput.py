@@ -6,6 +6,7 @@
     python benchmarks/throughput.py --quick --compare-plain        # + each decoder's plain forward, side by side
     python benchmarks/throughput.py --quick --compare-threads 1 2  # + the engine at 1 and 2 threads, side by side
     python benchmarks/throughput.py --quick --device cuda --compare-graphs  # + without CUDA graphs, side by side
+    python benchmarks/throughput.py --recipes lecture-bahdanau --compare-turns  # + steps that take no CPU turns
 
 Reports, for the classic recipe (course_utils/classic.py) and for each engine recipe, the training throughput in
 target tokens per second (real tokens: padding is not counted), the speed-up over the classic recipe, and the
@@ -19,12 +20,13 @@ classic recipe's tokens/s in the chunks interleaved with it, so a machine whose 
 both alike. The engine rows time `train.train_step` itself, the step that `train_epoch` runs (on a GPU with the CUDA
 graphs that `train` records; the plain forward without them, its loss then over the padded (B, T, V) log-probabilities
 as before the packed loss). `--compare-plain` and
-`--compare-threads` add variants of one model to each round, timed on the same batches.
+`--compare-threads` and `--compare-turns` add variants of one model to each round, timed on the same batches.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import sys
 import time
@@ -132,17 +134,24 @@ class Variant(NamedTuple):
     threads: int | None = None  # torch.set_num_threads for the measurement (None: leave it)
     plain: bool = False  # run the decoder's own forward instead of its fast path (train_step's fast_paths=False)
     graphs: bool = True  # on a GPU, replay the CUDA graphs that `train` records (the plain forward never does)
+    turns: bool = True  # each CPU step takes its turn (runtime.cpu_turn), as the course does; False: as at b72084c
 
     def label(self) -> str:
         return (f", {self.threads} thread{'s' if self.threads > 1 else ''}" if self.threads else "") + (
-            ", plain forward" if self.plain else "") + ("" if self.graphs else ", no CUDA graphs")
+            ", plain forward" if self.plain else "") + ("" if self.graphs else ", no CUDA graphs") + (
+            "" if self.turns else ", no CPU turns")
 
 
 @contextlib.contextmanager
 def applied(variant: Variant):
-    """Inside the block torch runs with the variant's thread count; restored after."""
-    with thread_count(variant.threads):
-        yield
+    """Inside the block torch runs with the variant's thread count and turns; restored after."""
+    before = os.environ.get("COURSE_CPU_TURNS")
+    os.environ["COURSE_CPU_TURNS"] = "1" if variant.turns else "0"  # the switch runtime.cpu_turn reads
+    try:
+        with thread_count(variant.threads):
+            yield
+    finally:
+        os.environ.pop("COURSE_CPU_TURNS") if before is None else os.environ.update(COURSE_CPU_TURNS=before)
 
 
 def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None,
@@ -207,6 +216,8 @@ def main(argv=None) -> int:
                         help="time each engine recipe at these thread counts, side by side (e.g. 1 2)")
     parser.add_argument("--compare-graphs", action="store_true",
                         help="on a GPU, also time each recipe without the CUDA graphs, side by side")
+    parser.add_argument("--compare-turns", action="store_true",
+                        help="also time each recipe with steps that take no CPU turns (as at b72084c), side by side")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (classic, engine variants, ...)")
     args = parser.parse_args(argv)
     if args.threads:
@@ -232,7 +243,8 @@ def main(argv=None) -> int:
     chunks.run(10)  # warm-up
     thread_counts = args.compare_threads or [None]
     variants = [Variant(threads, plain) for plain in ([False, True] if args.compare_plain else [False])
-                for threads in thread_counts] + ([Variant(graphs=False)] if args.compare_graphs else [])
+                for threads in thread_counts] + ([Variant(graphs=False)] if args.compare_graphs else []) + (
+        [Variant(turns=False)] if args.compare_turns else [])
     rows, classic_tokens, classic_seconds = [], 0, 0.0
     for name in args.recipes:
         recipe = get_recipe(name)

@@ -19,15 +19,4 @@ Shape letters, in every docstring and shape comment (tensors are batch-first):
     A   attention size: the hidden layer of the additive and concat scorers
     V   vocabulary size (the English one for the decoder's log-probabilities)
 """
-import os as _os
-
 __version__ = "0.1.0"
-
-# Idle OpenMP threads spin 5,000 rounds, then sleep (GNU OpenMP's own default spins 300,000): two trainings on one
-# machine each run about 2.5x slower than alone instead of 4x to 30x, a lone one at up to a tenth less speed
-# (benchmarks/results/contention_spin.md). OpenMP reads it when torch loads it, so it applies where course_utils is
-# imported before torch (the notebooks, the command line, the README's two commands and what they start); an
-# OMP_WAIT_POLICY or GOMP_SPINCOUNT already set wins.
-_SPINCOUNT = "5000"
-if not (_os.environ.get("OMP_WAIT_POLICY", "").strip() or _os.environ.get("GOMP_SPINCOUNT", "").strip()):
-    _os.environ["GOMP_SPINCOUNT"] = _SPINCOUNT

@@ -16,7 +16,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_se
 from course_utils.attention import DotAttention, masked_softmax
 from course_utils.data import Pair
 from course_utils.metrics import RationaleScores, rationale_scores
-from course_utils.runtime import eval_mode
+from course_utils.runtime import cpu_turn, eval_mode
 from course_utils.vocab import PAD_ID, UNK_ID, Vocab
 
 __all__ = ["SUBJECTS", "subject_label", "gold_rationale", "SubjectBatch", "subject_batch", "ClassifierOutput",
@@ -213,11 +213,12 @@ def train_classifier(model: nn.Module, pairs: Sequence[Pair], vocab: Vocab, conf
     for epoch in range(1, config.epochs + 1):
         totals = torch.zeros(4)  # summed loss, correct, kept fraction, sentences
         for batch in _subject_batches(encoded, batch_size=config.batch_size, seed=config.seed + epoch):
-            output = model(batch.words, batch.mask)
-            loss = F.cross_entropy(output.logits, batch.labels) + config.sparsity_weight * output.sparsity
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            with cpu_turn(batch.words.device):
+                output = model(batch.words, batch.mask)
+                loss = F.cross_entropy(output.logits, batch.labels) + config.sparsity_weight * output.sparsity
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
             correct = (output.logits.argmax(-1) == batch.labels).sum().item()
             totals += torch.tensor([loss.item() * (n := len(batch.labels)), correct, output.sparsity.item() * n, n])
         loss, accuracy, kept = (totals[:3] / totals[3]).tolist()

@@ -1,16 +1,19 @@
-"""Where and how the code runs: device, fast mode, CPU threads, seeds, eval mode, progress lines (the package
-reads COURSE_FAST, COURSE_THREADS, COURSE_SEED here). Introduced in notebook 01 (fast mode); `resolve_device` in 02."""
+"""Where and how the code runs: device, fast mode, CPU threads and turns, seeds, eval mode, progress lines (the
+package reads COURSE_FAST, COURSE_THREADS, COURSE_CPU_TURNS, COURSE_SEED here). Introduced in notebook 01 (fast
+mode); `resolve_device` in 02."""
 from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
+import threading
 from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
 
-__all__ = ["fast_mode", "resolve_device", "eval_mode", "default_threads", "set_threads", "wait_policy", "course_seed",
-           "Log", "reporter"]
+__all__ = ["fast_mode", "resolve_device", "eval_mode", "default_threads", "set_threads", "wait_policy", "cpu_turn",
+           "course_seed", "Log", "reporter"]
 
 Log = Callable[[str], None] | None  # where progress lines go: `print` (the default), any f(line), or None: silence
 
@@ -20,6 +23,7 @@ _THREADS_ENV = "COURSE_THREADS"  # COURSE_THREADS=N: set_threads() uses N CPU th
 _MAX_DEFAULT_THREADS = 4  # the course's small matrix products gain little past 4 threads
 _TORCH_DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice (one per physical core), before any change
 _SEED_ENV = "COURSE_SEED"  # COURSE_SEED=N: every model the course trains from here on is seeded with N
+_TURNS_ENV = "COURSE_CPU_TURNS"  # COURSE_CPU_TURNS=0: training steps on the CPU do not take turns (cpu_turn)
 
 
 def fast_mode() -> bool:
@@ -90,12 +94,97 @@ def set_threads(threads: int | None = None, log: Callable[[str], None] | None = 
 
 def wait_policy() -> str:
     """How idle OpenMP threads wait: OMP_WAIT_POLICY ("passive": sleep, "active"), else GOMP_SPINCOUNT (spin that
-    many rounds, then sleep; importing course_utils sets 5000), else OpenMP's default (spin)."""
+    many rounds, then sleep), else OpenMP's default (spin a while, then sleep); and whether trainings take turns."""
     if policy := os.environ.get("OMP_WAIT_POLICY", "").strip().lower():
-        return policy
-    if spin := os.environ.get("GOMP_SPINCOUNT", "").strip():
-        return f"spin {spin} rounds, then sleep (GOMP_SPINCOUNT)"
-    return "OpenMP's default (spinning)"
+        waiting = policy
+    elif spin := os.environ.get("GOMP_SPINCOUNT", "").strip():
+        waiting = f"spin {spin} rounds, then sleep (GOMP_SPINCOUNT)"
+    else:
+        waiting = "OpenMP's default (spin, then sleep)"
+    turns = "on" if _turns_wanted() else f"off ({_TURNS_ENV}=0)"
+    return f"{waiting}; CPU training steps take turns with other course processes: {turns}"
+
+
+class _Turns:
+    """Lock files shared by every course process on the machine: a gate, and one file per core. A training step
+    holds as many core files as it has threads; only the holder of the gate takes cores, so nobody deadlocks, and a
+    process that just finished a step queues at the gate behind the one waiting for its cores (they alternate)."""
+
+    def __init__(self) -> None:
+        import fcntl  # POSIX only: elsewhere the first turn fails and steps run without turns
+        self.fcntl, self.files = fcntl, {}
+        self.depth, self.held, self.lock = 0, [], threading.RLock()
+        self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+    def file(self, name: str) -> int:
+        if name not in self.files:
+            path = os.path.join("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir(), f"course_utils.{name}")
+            try:  # another user's file is opened, not created (sticky /tmp refuses O_CREAT on it)
+                self.files[name] = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                self.files[name] = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+        return self.files[name]
+
+    def take(self) -> None:
+        flock, wanted = self.fcntl.flock, min(torch.get_num_threads(), self.cores)
+        flock(self.file("gate"), self.fcntl.LOCK_EX)
+        try:
+            for core in range(self.cores):  # the free cores first, without waiting
+                if len(self.held) < wanted:
+                    with contextlib.suppress(BlockingIOError):
+                        flock(self.file(f"core{core}"), self.fcntl.LOCK_EX | self.fcntl.LOCK_NB)
+                        self.held.append(core)
+            for core in [core for core in range(self.cores) if core not in self.held][:wanted - len(self.held)]:
+                flock(self.file(f"core{core}"), self.fcntl.LOCK_EX)  # then wait for busy ones
+                self.held.append(core)
+        except BaseException:
+            self.give()
+            raise
+        finally:
+            flock(self.file("gate"), self.fcntl.LOCK_UN)
+
+    def give(self) -> None:
+        for core in self.held:
+            self.fcntl.flock(self.file(f"core{core}"), self.fcntl.LOCK_UN)
+        self.held = []
+
+
+_turns: _Turns | None = None  # this process's lock files, opened at its first turn; a forked child opens its own
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: globals().update(_turns=None))
+
+
+def _turns_wanted() -> bool:
+    return os.environ.get(_TURNS_ENV, "").strip().lower() not in ("0", "false", "no", "off")
+
+
+@contextlib.contextmanager
+def cpu_turn(device: torch.device) -> Iterator[None]:
+    """Inside the block, this process holds as many of the machine's cores as it has torch threads, while other
+    course processes that want them wait (on a CPU `device`; elsewhere, or with COURSE_CPU_TURNS=0, it does
+    nothing). Two trainings on one machine then alternate their steps instead of slowing each other with threads
+    that spin for a core the other holds (benchmarks/results/contention.md); no number changes. A machine without
+    POSIX file locks, or a /tmp that cannot hold them, runs steps without turns."""
+    global _turns
+    if torch.device(device).type != "cpu" or not _turns_wanted():
+        yield
+        return
+    try:
+        _turns = _turns or _Turns()
+    except (ImportError, OSError):
+        yield
+        return
+    with _turns.lock:
+        if _turns.depth == 0:
+            with contextlib.suppress(OSError):  # a lock file that cannot be opened: this step runs without a turn
+                _turns.take()
+        _turns.depth += 1
+        try:
+            yield
+        finally:
+            _turns.depth -= 1
+            if _turns.depth == 0:
+                _turns.give()
 
 
 def course_seed(default: int = 0) -> int:

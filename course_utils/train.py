@@ -19,7 +19,7 @@ from course_utils.data import Batch, CourseData, Pair, make_loader
 from course_utils.evaluate import evaluate
 from course_utils.fast import training_graphs, training_loss
 from course_utils.fast.cuda_graphs import DecoderGraphs, quiet_stream_warning
-from course_utils.runtime import resolve_device
+from course_utils.runtime import cpu_turn, resolve_device
 
 if TYPE_CHECKING:
     from course_utils.seq2seq import Translator
@@ -111,14 +111,15 @@ def train_step(model: Translator, batch: Batch, optimizer: torch.optim.Optimizer
                graphs: DecoderGraphs | None = None, fast_paths: bool = True) -> _StepResult:
     """One optimisation step on `batch` (on the model's device): `fast.training_loss`, backward, clipping, step;
     fast_paths=False: the decoder's own forward. Introduced in appendix A2."""
-    loss, nll = training_loss(model, batch, config, graphs, fast_paths)
-    optimizer.zero_grad(set_to_none=True)
-    with quiet_stream_warning():
-        loss.backward()
-    if config.clip > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-    optimizer.step()
-    return _StepResult(nll.item(), int(batch.tgt_lengths.sum()))
+    with cpu_turn(model.device):  # two trainings on one CPU alternate their steps
+        loss, nll = training_loss(model, batch, config, graphs, fast_paths)
+        optimizer.zero_grad(set_to_none=True)
+        with quiet_stream_warning():
+            loss.backward()
+        if config.clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+        optimizer.step()
+        return _StepResult(nll.item(), int(batch.tgt_lengths.sum()))
 
 
 def train_epoch(model: Translator, loader: Iterable[Batch], optimizer: torch.optim.Optimizer, config: TrainConfig,
