@@ -29,8 +29,7 @@ from course_utils.vocab import MAX_LENGTH, PAD_ID, Vocab
 __all__ = ["ENG_PREFIXES", "unicode_to_ascii", "normalize_string", "normalize_string_anchored", "Pair", "read_pairs",
            "keep_pair", "filter_pairs", "Splits", "split_pairs", "tensor_from_sentence", "Batch",
            "TranslationDataset", "lengths_to_mask", "pad_ids", "collate_batch", "BucketBatchSampler",
-           "length_batches", "make_loader", "CourseData", "course_data_from_pairs", "load_course_data",
-           "describe_course_data"]
+           "length_batches", "make_loader", "CourseData", "course_data_from_pairs", "load_course_data"]
 
 ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are", "you re ",
                 "we are", "we re ", "they are", "they re ")
@@ -276,23 +275,3 @@ def load_course_data(reverse: bool = True, max_length: int | None = MAX_LENGTH,
     say(f"Vocabulary sizes (train, with 4 special tokens): {data.src_vocab.name} {len(data.src_vocab):,}, "
         f"{data.tgt_vocab.name} {len(data.tgt_vocab):,}")
     return data
-
-
-def describe_course_data(data: CourseData, examples: int = 5, seed: int = 0) -> str:
-    """A plain-text summary (what `python -m course_utils data stats` prints)."""
-    src_name, tgt_name = data.src_vocab.name, data.tgt_vocab.name
-    all_src = Vocab.build(pair.source for pair in data.pairs)
-    all_tgt = Vocab.build(pair.target for pair in data.pairs)
-    where = display_path(data.corpus_path) if data.corpus_path else "(in memory)"
-    lines = [f"corpus:      {where}",
-             f"read:        {data.lines_read:,} sentence pairs",
-             f"kept:        {len(data.pairs):,} sentence pairs ({src_name} -> {tgt_name})",
-             f"splits:      train {len(data.splits.train):,} / dev {len(data.splits.dev):,} / "
-             f"test {len(data.splits.test):,} pairs (by source sentence)",
-             f"vocab train: {src_name} {len(data.src_vocab):,}, {tgt_name} {len(data.tgt_vocab):,} "
-             f"(4 special tokens included)",
-             f"vocab all:   {src_name} {len(all_src):,}, {tgt_name} {len(all_tgt):,} (all kept pairs)",
-             "examples:"]
-    for pair in random.Random(seed).sample(data.pairs, min(examples, len(data.pairs))):
-        lines.append(f"  {pair.source}  ->  {pair.target}")
-    return "\n".join(lines)

@@ -12,9 +12,8 @@ from course_utils.data import length_batches, normalize_string, pad_ids
 from course_utils.search import beam_search, force_decode, greedy_decode
 from course_utils.vocab import EOS_TOKEN, UNK_ID, UNK_TOKEN
 
-__all__ = ["Translation", "Source", "prepare_source", "clip_text", "source_warnings", "replace_unknown_words",
-           "copyable_positions", "translate", "translate_forced", "translate_batch", "translate_sources",
-           "attention_table"]
+__all__ = ["Translation", "Source", "prepare_source", "clip_text", "replace_unknown_words", "copyable_positions",
+           "translate", "translate_forced", "translate_batch", "translate_sources"]
 
 
 class Translation(NamedTuple):
@@ -64,16 +63,6 @@ def prepare_source(src_vocab, sentence: str) -> Source:
 def clip_text(text: str, limit: int = 60) -> str:
     """`text` cut to at most `limit` characters, with the total length said when cut (for error messages)."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
-
-
-def source_warnings(words: Sequence[str], unknown: Sequence[str]) -> list[str]:
-    """Warnings for a translatable source (`prepare_source`'s words and unknown): unknown words, only punctuation."""
-    warnings = []
-    if unknown:
-        warnings.append(f"unknown words fed as <unk>: {clip_text(', '.join(unknown))}")
-    if not any(character.isalpha() for word in words for character in word):
-        warnings.append(f"only punctuation ({clip_text(' '.join(words))}), no word to translate; the output is a guess")
-    return warnings
 
 
 def replace_unknown_words(translation: Translation) -> Translation:
@@ -160,16 +149,3 @@ def translate_sources(model, tgt_vocab, prepared: Sequence[Source], beam_width: 
                 results[i] = _to_translation(words, unknown, tgt_vocab, output.tokens[row, :length].tolist(),
                                              attention, float(output.log_prob[row]))
     return results
-
-
-def attention_table(translation: Translation, digits: int = 2) -> str:
-    """The (T, S) attention as text, a row per output token (a message without attention). Introduced in notebook 05."""
-    if translation.attention is None:
-        return "(this model has no attention: nothing to show)"
-    weights = translation.attention.tolist()  # T rows of S floats
-    width = max(digits + 2, *(len(token) for token in translation.source_tokens))
-    row_label = max(len(token) for token in translation.output_tokens)
-    lines = [" " * row_label + " " + " ".join(f"{token:>{width}}" for token in translation.source_tokens)]
-    for token, row in zip(translation.output_tokens, weights):
-        lines.append(f"{token:>{row_label}} " + " ".join(f"{value:>{width}.{digits}f}" for value in row))
-    return "\n".join(lines)

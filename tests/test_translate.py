@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from course_utils import translate
+from course_utils.cli import batch_translate
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 from course_utils.vocab import EOS_ID, EOS_TOKEN, UNK_ID, UNK_TOKEN
 
@@ -94,13 +95,13 @@ def test_unknown_words_are_fed_as_unk(tiny_course_data):
 def test_attention_table_labels_rows_and_columns(tiny_course_data):
     model = small_model(tiny_course_data)
     result = translate.translate(model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab, "il est grand .")
-    lines = translate.attention_table(result).splitlines()
+    lines = batch_translate.attention_table(result).splitlines()
     assert lines[0].split() == result.source_tokens
     assert [line.split()[0] for line in lines[1:]] == result.output_tokens
     none_model = small_model(tiny_course_data, "none")
     no_attention = translate.translate(none_model, tiny_course_data.src_vocab, tiny_course_data.tgt_vocab,
                                     "il est grand .")
-    assert "no attention" in translate.attention_table(no_attention)
+    assert "no attention" in batch_translate.attention_table(no_attention)
 
 
 def test_a_huge_token_is_echoed_once_and_clipped(tiny_course_data):
@@ -113,16 +114,16 @@ def test_a_huge_token_is_echoed_once_and_clipped(tiny_course_data):
         translate.prepare_source(tiny_course_data.src_vocab, "*" * 10_000)
     assert len(str(error.value)) < 400
     words, _, unknown = translate.prepare_source(tiny_course_data.src_vocab, f"je suis {token} .")
-    (warning,) = translate.source_warnings(words, unknown)
+    (warning,) = batch_translate.source_warnings(words, unknown)
     assert warning.count("z" * 50) == 1 and len(warning) < 200
 
 
 def test_only_punctuation_gets_a_warning_and_words_do_not(tiny_course_data):
     words, _, unknown = translate.prepare_source(tiny_course_data.src_vocab, "?!...")
     assert words == ["?", "!", ".", ".", "."]
-    assert any("only punctuation" in warning for warning in translate.source_warnings(words, unknown))
+    assert any("only punctuation" in warning for warning in batch_translate.source_warnings(words, unknown))
     words, _, unknown = translate.prepare_source(tiny_course_data.src_vocab, "je suis fatigue !")
-    assert translate.source_warnings(words, unknown) == []
+    assert batch_translate.source_warnings(words, unknown) == []
 
 
 # ---------------------------------------------------------------------------------------------- unknown words

@@ -1,6 +1,7 @@
 """`translate` without a sentence: standard input, exactly one output line per input line, split on b"\n" only (so
 U+2028, \x0b, \x85 ... stay inside their line). A line that is not UTF-8, is empty or cannot be translated (alone: a
 failing batch is retried line by line) costs only its own output line, written empty, with a warning naming it.
+Also the text that both ways of translating print: warnings about a source, and the attention as a table.
 """
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from typing import IO, NamedTuple
 from course_utils.data import length_batches
 from course_utils.translate import (
     Source,
+    Translation,
     clip_text,
     prepare_source,
     replace_unknown_words,
-    source_warnings,
     translate_sources,
 )
 
-__all__ = ["translate_stream"]
+__all__ = ["translate_stream", "source_warnings", "attention_table"]
 
 _Warn = Callable[[str], None]
 
@@ -108,3 +109,26 @@ def translate_stream(trained, stdin: IO, stdout: IO, beam_width: int = 1, batch_
                               replace_unknown=replace_unknown)
     _write_lines(outputs, stdout)
     return 0
+
+
+def source_warnings(words: Sequence[str], unknown: Sequence[str]) -> list[str]:
+    """Warnings for a translatable source (`prepare_source`'s words and unknown): unknown words, only punctuation."""
+    warnings = []
+    if unknown:
+        warnings.append(f"unknown words fed as <unk>: {clip_text(', '.join(unknown))}")
+    if not any(character.isalpha() for word in words for character in word):
+        warnings.append(f"only punctuation ({clip_text(' '.join(words))}), no word to translate; the output is a guess")
+    return warnings
+
+
+def attention_table(translation: Translation, digits: int = 2) -> str:
+    """The (T, S) attention as text, a row per output token (a message without attention)."""
+    if translation.attention is None:
+        return "(this model has no attention: nothing to show)"
+    weights = translation.attention.tolist()  # T rows of S floats
+    width = max(digits + 2, *(len(token) for token in translation.source_tokens))
+    row_label = max(len(token) for token in translation.output_tokens)
+    lines = [" " * row_label + " " + " ".join(f"{token:>{width}}" for token in translation.source_tokens)]
+    for token, row in zip(translation.output_tokens, weights):
+        lines.append(f"{token:>{row_label}} " + " ".join(f"{value:>{width}.{digits}f}" for value in row))
+    return "\n".join(lines)

@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import random
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from course_utils.data import CourseData
 
 __all__ = ["cmd_data_check", "cmd_data_stats", "add_data_parser", "cmd_translate", "add_translate_parser"]
 
@@ -52,7 +57,7 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
                                        min_freq=args.min_freq, path=args.path, log=None)
     except data.CorpusError as error:
         return _error(str(error))
-    print(data.describe_course_data(course, examples=args.examples, seed=args.seed))
+    print(_describe_course_data(course, examples=args.examples, seed=args.seed))
     return 0
 
 
@@ -75,7 +80,8 @@ def add_data_parser(commands: argparse._SubParsersAction) -> None:
 def cmd_translate(args: argparse.Namespace) -> int:
     """Translate the sentence argument, or every line of standard input."""
     from course_utils.checkpoints import CheckpointError
-    from course_utils.translate import attention_table, prepare_source, source_warnings, translate
+    from course_utils.cli.batch_translate import attention_table, source_warnings
+    from course_utils.translate import prepare_source, translate
     from course_utils.zoo import load_checkpoint
 
     if args.beam < 1:  # every option is checked before the checkpoint is loaded or stdin is read
@@ -119,3 +125,26 @@ def add_translate_parser(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per batch when reading stdin")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or auto")
     parser.set_defaults(func=cmd_translate)
+
+
+def _describe_course_data(data: CourseData, examples: int = 5, seed: int = 0) -> str:
+    """A plain-text summary (what `python -m course_utils data stats` prints)."""
+    from course_utils.corpus import display_path
+    from course_utils.vocab import Vocab
+
+    src_name, tgt_name = data.src_vocab.name, data.tgt_vocab.name
+    all_src = Vocab.build(pair.source for pair in data.pairs)
+    all_tgt = Vocab.build(pair.target for pair in data.pairs)
+    where = display_path(data.corpus_path) if data.corpus_path else "(in memory)"
+    lines = [f"corpus:      {where}",
+             f"read:        {data.lines_read:,} sentence pairs",
+             f"kept:        {len(data.pairs):,} sentence pairs ({src_name} -> {tgt_name})",
+             f"splits:      train {len(data.splits.train):,} / dev {len(data.splits.dev):,} / "
+             f"test {len(data.splits.test):,} pairs (by source sentence)",
+             f"vocab train: {src_name} {len(data.src_vocab):,}, {tgt_name} {len(data.tgt_vocab):,} "
+             f"(4 special tokens included)",
+             f"vocab all:   {src_name} {len(all_src):,}, {tgt_name} {len(all_tgt):,} (all kept pairs)",
+             "examples:"]
+    for pair in random.Random(seed).sample(data.pairs, min(examples, len(data.pairs))):
+        lines.append(f"  {pair.source}  ->  {pair.target}")
+    return "\n".join(lines)
