@@ -10,7 +10,7 @@ import torch
 from course_utils.data import Pair, TranslationDataset, collate_batch, length_batches
 from course_utils.loss import masked_nll_loss, perplexity
 from course_utils.metrics import corpus_scores
-from course_utils.runtime import eval_mode
+from course_utils.runtime import cpu_turn, eval_mode
 from course_utils.search import beam_search, greedy_decode
 from course_utils.seq2seq import Seq2Seq
 from course_utils.vocab import Vocab
@@ -59,16 +59,19 @@ def evaluate(model: Seq2Seq, pairs: Sequence[Pair], src_vocab: Vocab, tgt_vocab:
     with eval_mode(model):
         for chunk in length_batches([len(dataset[i][0]) for i in range(len(dataset))], batch_size):
             batch = collate_batch([dataset[i] for i in chunk]).to(model.device)
-            log_probs = model(batch.src, batch.src_lengths, batch.tgt).log_probs  # (B, T, V)
-            total_loss += float(masked_nll_loss(log_probs, batch.tgt, reduction="sum"))
+            with cpu_turn(model.device):  # as a training step: a training beside it keeps its share of the cores
+                log_probs = model(batch.src, batch.src_lengths, batch.tgt).log_probs  # (B, T, V)
+                total_loss += float(masked_nll_loss(log_probs, batch.tgt, reduction="sum"))
             total_tokens += int(batch.tgt_lengths.sum())
             if bleu and beam_width > 1:
                 for row, index in enumerate(chunk):
                     source = batch.src[row, :int(batch.src_lengths[row])]  # (S,)
-                    best = beam_search(model, source, beam_width=beam_width, length_penalty=length_penalty)[0]
+                    with cpu_turn(model.device):
+                        best = beam_search(model, source, beam_width=beam_width, length_penalty=length_penalty)[0]
                     hypotheses[index] = " ".join(tgt_vocab.decode(best.tokens))
             elif bleu:
-                output = greedy_decode(model, batch.src, batch.src_lengths)
+                with cpu_turn(model.device):
+                    output = greedy_decode(model, batch.src, batch.src_lengths)
                 for row, index in enumerate(chunk):
                     hypotheses[index] = " ".join(tgt_vocab.decode(output.tokens[row, :int(output.lengths[row])]))
     loss = total_loss / max(total_tokens, 1)

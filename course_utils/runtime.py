@@ -7,6 +7,7 @@ import contextlib
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import torch
@@ -24,6 +25,10 @@ _MAX_DEFAULT_THREADS = 4  # the course's small matrix products gain little past 
 _TORCH_DEFAULT_THREADS = torch.get_num_threads()  # torch's own choice (one per physical core), before any change
 _SEED_ENV = "COURSE_SEED"  # COURSE_SEED=N: every model the course trains from here on is seeded with N
 _TURNS_ENV = "COURSE_CPU_TURNS"  # COURSE_CPU_TURNS=0: training steps on the CPU do not take turns (cpu_turn)
+_TURN_SECONDS = 0.2  # a turn holds the steps that fit in this time (one at least): trainings share time, not steps
+_LONGEST_TURN_SECONDS = 1.0  # or as long as this process waited for its turn, up to this: long steps are repaid
+_TURNS_DIR = "/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()  # one folder for all users' processes
+_IDLE_SECONDS = 0.02  # the cores are given back when no step follows within this time (evaluation, an idle kernel)
 
 
 def fast_mode() -> bool:
@@ -102,23 +107,27 @@ def wait_policy() -> str:
     else:
         waiting = "OpenMP's default (spin, then sleep)"
     turns = "on" if _turns_wanted() else f"off ({_TURNS_ENV}=0)"
-    return f"{waiting}; CPU training steps take turns with other course processes: {turns}"
+    return f"{waiting}; training and evaluation steps on the CPU take turns with other course processes: {turns}"
 
 
 class _Turns:
-    """Lock files shared by every course process on the machine: a gate, and one file per core. A training step
+    """Lock files shared by every course process on the machine: a gate, one file per core, and a queue. A step
     holds as many core files as it has threads; only the holder of the gate takes cores, so nobody deadlocks, and a
-    process that just finished a step queues at the gate behind the one waiting for its cores (they alternate)."""
+    process that just finished its turn queues at the gate behind the one waiting for its cores (they alternate).
+    A process that waits holds the queue shared; while nobody waits, the cores are given back after every step."""
 
     def __init__(self) -> None:
         import fcntl  # POSIX only: elsewhere the first turn fails and steps run without turns
         self.fcntl, self.files = fcntl, {}
         self.depth, self.held, self.lock = 0, [], threading.RLock()
+        self.began, self.turn, self.step, self.ended = 0.0, 0.0, 0.0, 0.0  # when this process took its cores, for
+        # how long, its last step's seconds and end; `kept`: set while it keeps them between steps (the watcher)
+        self.kept, self.watcher = threading.Event(), None
         self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
     def file(self, name: str) -> int:
         if name not in self.files:
-            path = os.path.join("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir(), f"course_utils.{name}")
+            path = os.path.join(_TURNS_DIR, f"course_utils.{name}")
             try:  # another user's file is opened, not created (sticky /tmp refuses O_CREAT on it)
                 self.files[name] = os.open(path, os.O_RDONLY)
             except FileNotFoundError:
@@ -127,6 +136,7 @@ class _Turns:
 
     def take(self) -> None:
         flock, wanted = self.fcntl.flock, min(torch.get_num_threads(), self.cores)
+        flock(self.file("queue"), self.fcntl.LOCK_SH)  # "one waits": the holder keeps no cores between steps else
         flock(self.file("gate"), self.fcntl.LOCK_EX)
         try:
             for core in range(self.cores):  # the free cores first, without waiting
@@ -142,11 +152,29 @@ class _Turns:
             raise
         finally:
             flock(self.file("gate"), self.fcntl.LOCK_UN)
+            flock(self.file("queue"), self.fcntl.LOCK_UN)
+
+    def others_wait(self) -> bool:
+        try:
+            self.fcntl.flock(self.file("queue"), self.fcntl.LOCK_EX | self.fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        self.fcntl.flock(self.file("queue"), self.fcntl.LOCK_UN)
+        return False
 
     def give(self) -> None:
         for core in self.held:
             self.fcntl.flock(self.file(f"core{core}"), self.fcntl.LOCK_UN)
         self.held = []
+
+    def watch(self) -> None:
+        """A daemon thread: gives the kept cores back once no step has followed for _IDLE_SECONDS."""
+        while self.kept.wait():
+            time.sleep(_IDLE_SECONDS)
+            with self.lock:
+                if self.depth == 0 and time.monotonic() - self.ended >= _IDLE_SECONDS:
+                    self.give()
+                    self.kept.clear()
 
 
 _turns: _Turns | None = None  # this process's lock files, opened at its first turn; a forked child opens its own
@@ -162,9 +190,11 @@ def _turns_wanted() -> bool:
 def cpu_turn(device: torch.device) -> Iterator[None]:
     """Inside the block, this process holds as many of the machine's cores as it has torch threads, while other
     course processes that want them wait (on a CPU `device`; elsewhere, or with COURSE_CPU_TURNS=0, it does
-    nothing). Two trainings on one machine then alternate their steps instead of slowing each other with threads
-    that spin for a core the other holds (benchmarks/results/contention.md); no number changes. A machine without
-    POSIX file locks, or a /tmp that cannot hold them, runs steps without turns."""
+    nothing). A turn holds the steps that fit in _TURN_SECONDS, or in the time this process waited for it (up to
+    _LONGEST_TURN_SECONDS), one step at least, each following the last within _IDLE_SECONDS: two trainings share the
+    time about equally whatever their step sizes, instead of slowing each other with threads that spin for a core
+    the other holds (benchmarks/results/contention.md); no number changes.
+    A machine without POSIX file locks, or a /tmp that cannot hold them, runs steps without turns."""
     global _turns
     if torch.device(device).type != "cpu" or not _turns_wanted():
         yield
@@ -176,15 +206,30 @@ def cpu_turn(device: torch.device) -> Iterator[None]:
         return
     with _turns.lock:
         if _turns.depth == 0:
-            with contextlib.suppress(OSError):  # a lock file that cannot be opened: this step runs without a turn
-                _turns.take()
-        _turns.depth += 1
+            if _turns.held and time.monotonic() - _turns.began + _turns.step > _turns.turn:
+                _turns.give()  # the next step would not fit in this turn: queue again, behind a process that waits
+            if not _turns.held:
+                with contextlib.suppress(OSError):  # a lock file that cannot be opened: no turn for this step
+                    asked = time.monotonic()
+                    _turns.take()
+                    _turns.began = time.monotonic()
+                    _turns.turn = max(_TURN_SECONDS, min(_turns.began - asked, _LONGEST_TURN_SECONDS))
+        _turns.depth, started = _turns.depth + 1, time.monotonic()
         try:
             yield
         finally:
             _turns.depth -= 1
-            if _turns.depth == 0:
-                _turns.give()
+            if _turns.depth == 0 and _turns.held:
+                _turns.ended = time.monotonic()
+                _turns.step = _turns.ended - started
+                with contextlib.suppress(OSError):
+                    if not _turns.others_wait():
+                        _turns.give()  # nobody waits: the next step takes the cores again at once
+                    elif not _turns.kept.is_set():  # someone waits: keep them for this turn, the watcher guards idling
+                        if _turns.watcher is None:
+                            _turns.watcher = threading.Thread(target=_turns.watch, daemon=True)
+                            _turns.watcher.start()
+                        _turns.kept.set()
 
 
 def course_seed(default: int = 0) -> int:
