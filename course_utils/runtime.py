@@ -136,9 +136,9 @@ class _Turns:
 
     def take(self) -> None:
         flock, wanted = self.fcntl.flock, min(torch.get_num_threads(), self.cores)
-        flock(self.file("queue"), self.fcntl.LOCK_SH)  # "one waits": the holder keeps no cores between steps else
-        flock(self.file("gate"), self.fcntl.LOCK_EX)
-        try:
+        try:  # every lock below is given back in `finally`, also when a wait is cut short (Ctrl-C)
+            flock(self.file("queue"), self.fcntl.LOCK_SH)  # "one waits": else the holder keeps no cores between steps
+            flock(self.file("gate"), self.fcntl.LOCK_EX)
             for core in range(self.cores):  # the free cores first, without waiting
                 if len(self.held) < wanted:
                     with contextlib.suppress(BlockingIOError):

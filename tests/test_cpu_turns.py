@@ -125,3 +125,30 @@ def test_the_wait_policy_line_says_whether_steps_take_turns(monkeypatch):
     assert runtime.wait_policy().endswith("take turns with other course processes: off (COURSE_CPU_TURNS=0)")
     monkeypatch.delenv("COURSE_CPU_TURNS")
     assert runtime.wait_policy().endswith("take turns with other course processes: on")
+
+
+def test_a_wait_cut_short_leaves_no_mark_behind(tmp_path, monkeypatch):
+    """Ctrl-C while waiting at the gate: the process must not stay marked as waiting (the holder would keep its cores
+    between steps for nobody)."""
+    import fcntl
+    import signal
+
+    class Interrupted(Exception):
+        pass
+
+    def interrupt(*_):
+        raise Interrupted
+
+    monkeypatch.setattr(runtime, "_TURNS_DIR", str(tmp_path))
+    gatekeeper, waiter = runtime._Turns(), runtime._Turns()  # two sets of open files: two processes, for flock
+    fcntl.flock(gatekeeper.file("gate"), fcntl.LOCK_EX)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        with pytest.raises(Interrupted):
+            waiter.take()  # blocks at the gate until the alarm
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        fcntl.flock(gatekeeper.file("gate"), fcntl.LOCK_UN)
+    assert waiter.held == [] and not gatekeeper.others_wait()
