@@ -151,7 +151,10 @@ def applied(variant: Variant):
         with thread_count(variant.threads):
             yield
     finally:
-        os.environ.pop("COURSE_CPU_TURNS") if before is None else os.environ.update(COURSE_CPU_TURNS=before)
+        if before is None:
+            del os.environ["COURSE_CPU_TURNS"]
+        else:
+            os.environ["COURSE_CPU_TURNS"] = before
 
 
 def engine_throughput(recipe, data, seconds: float, device, batch_size: int | None,
