@@ -27,16 +27,17 @@ def child(what: str, quick: bool) -> None:
 
     data = load_data()
     if what == "lecture":
-        from course_utils.recipes import DEFAULT_RECIPE, get_recipe, train_recipe
+        from course_utils.recipes import DEFAULT_RECIPE, get_recipe
+        from course_utils.zoo import train_recipe
         overrides = dict(epochs=1, device="cpu", eval_bleu=False)
         if quick:
             overrides["max_train_pairs"] = 1000
         train_recipe(get_recipe(DEFAULT_RECIPE), data, progress=False, log=None, **overrides)
     elif what == "classic":
-        from course_utils import classic
+        from classic_run import train_classic
         train_ids = id_pairs(data.splits.train, data.src_vocab, data.tgt_vocab)
-        classic.train_classic(train_ids, len(data.src_vocab), len(data.tgt_vocab), steps=300 if quick else 2000,
-                              progress=False)
+        train_classic(train_ids, len(data.src_vocab), len(data.tgt_vocab), steps=300 if quick else 2000,
+                      progress=False)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(json.dumps({"what": what, "peak_mib": peak_kib / 1024, "threads": torch.get_num_threads()}))
 

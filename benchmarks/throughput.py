@@ -54,7 +54,8 @@ from course_utils.train import make_optimizer, train_step  # noqa: E402
 class ClassicChunks:
     """The classic recipe trained a chunk of steps at a time (between the engine's rounds); tokens and seconds add up.
 
-    One model and one stream of pairs (drawn with replacement, seeded) for the whole run, as in `train_classic`."""
+    One model and one stream of pairs (drawn with replacement, seeded) for the whole run, as in
+    classic_run.train_classic."""
 
     def __init__(self, train_ids, src_size: int, tgt_size: int, threads: int, seed: int = 1):
         self.model = classic.make_classic(src_size, tgt_size, seed)

@@ -25,9 +25,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from classic_run import STEPS, classic_translate, train_classic  # noqa: E402
 from common import id_pairs, load_data, machine, table  # noqa: E402
 
-from course_utils import classic  # noqa: E402
 from course_utils.corpus import data_dir  # noqa: E402
 from course_utils.evaluate import evaluate  # noqa: E402
 from course_utils.metrics import corpus_scores  # noqa: E402
@@ -40,8 +40,8 @@ def run_classic(data, steps: int, seed: int) -> dict:
     """The classic recipe, on one thread (its fastest setting: its matrices are too small to share)."""
     train_ids = id_pairs(data.splits.train, data.src_vocab, data.tgt_vocab)
     with thread_count(1):
-        run = classic.train_classic(train_ids, len(data.src_vocab), len(data.tgt_vocab), steps=steps, seed=seed)
-    hypotheses = [" ".join(data.tgt_vocab.decode(classic.classic_translate(run.model, data.src_vocab.encode(p.source))))
+        run = train_classic(train_ids, len(data.src_vocab), len(data.tgt_vocab), steps=steps, seed=seed)
+    hypotheses = [" ".join(data.tgt_vocab.decode(classic_translate(run.model, data.src_vocab.encode(p.source))))
                   for p in data.splits.test]
     scores = corpus_scores(hypotheses, [pair.target for pair in data.splits.test])
     return {"name": f"classic ({steps:,} single-pair SGD steps)", "seconds": run.seconds, "bleu": scores.bleu,
@@ -74,7 +74,7 @@ def versus_classic(bleu: float, classic_bleu: float | None) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a short smoke run (numbers are not the targets')")
-    parser.add_argument("--classic-steps", type=int, default=None, help=f"default {classic.STEPS:,}")
+    parser.add_argument("--classic-steps", type=int, default=None, help=f"default {STEPS:,}")
     parser.add_argument("--reuse-classic", action="store_true", help="reuse a cached classic result of these steps")
     parser.add_argument("--skip-classic", action="store_true", help="train the recipes only (no classic baseline)")
     parser.add_argument("--lecture", default=DEFAULT_RECIPE, help="the lecture recipe to time")
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    steps = args.classic_steps or (1500 if args.quick else classic.STEPS)
+    steps = args.classic_steps or (1500 if args.quick else STEPS)
     print(f"machine: {machine()}")
     data = load_data()
 

@@ -17,7 +17,7 @@ from course_utils.explanation import EosMaskedSeq2Seq, attributions, forced_batc
 from course_utils.seq2seq import ModelConfig, Seq2Seq
 
 __all__ = ["Link", "AlignedPair", "toy_pairs", "toy_course_data", "gold_by_pair", "AlignmentScores", "aer",
-           "corpus_aer", "argmax_links", "shifted_rows", "word_block", "NULL", "ibm_model1", "toy_model", "ALIGNERS",
+           "corpus_aer", "argmax_links", "shifted_rows", "word_block", "ibm_model1", "toy_model", "ALIGNERS",
            "model_links", "alignment_scores", "ibm1_scores", "plot_alignment"]
 
 Link = tuple[int, int]  # (target word t, source word s), 0-based, <eos> excluded
@@ -206,7 +206,7 @@ def word_block(weights: Tensor, target_words: int, source_words: int) -> Tensor:
     return block / block.sum(dim=1, keepdim=True).clamp_min(1e-12)
 
 
-NULL = "<null>"  # the empty source word of IBM Model 1: target words aligned to it stay unaligned
+_NULL = "<null>"  # the empty source word of IBM Model 1: target words aligned to it stay unaligned
 
 
 def ibm_model1(sentences: Sequence[tuple[Sequence[str], Sequence[str]]], iterations: int = 10,
@@ -215,7 +215,7 @@ def ibm_model1(sentences: Sequence[tuple[Sequence[str], Sequence[str]]], iterati
     each iteration c(e, f) += t(e|f) / sum_f' t(e|f') (f' incl. NULL), t(e | f) = c(e, f) / sum_e c(e, f)."""
     if iterations < 0 or not sentences:
         raise ValueError("ibm_model1 needs at least one sentence pair and iterations >= 0")
-    pairs = [(([NULL] if null else []) + list(f), list(e)) for f, e in sentences]
+    pairs = [(([_NULL] if null else []) + list(f), list(e)) for f, e in sentences]
     uniform = 1.0 / len({word for _, e in pairs for word in e})
     table: dict[tuple[str, str], float] = defaultdict(lambda: uniform)
     for _ in range(iterations):
@@ -236,7 +236,7 @@ def _ibm1_links(table: dict[tuple[str, str], float], source: Sequence[str], targ
     """Each target word to its most probable source word under t(e | f); no link when NULL wins (it wins ties)."""
     links = set()
     for t, e in enumerate(target):
-        p = [table.get((e, f), 0.0) for f in (NULL, *source)]  # max() takes the first: NULL, then the first word
+        p = [table.get((e, f), 0.0) for f in (_NULL, *source)]  # max() takes the first: NULL, then the first word
         if (best := max(range(len(p)), key=p.__getitem__)) > 0:
             links.add((t, best - 1))
     return links

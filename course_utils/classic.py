@@ -6,15 +6,13 @@ Where each number comes from: the tutorial's stored source (pytorch/tutorials, i
 seq2seq_translation_tutorial.py at 05e7ce2c, a revision of Robertson's 2017 text that already uses torch.device;
 its `train()` is line for line the one Carton's lecture copies) has `hidden_size = 256`, `dropout_p=0.1`,
 `teacher_forcing_ratio = 0.5`, `MAX_LENGTH = 10`, SGD with `learning_rate=0.01` (trainIters' default) and
-`trainIters(encoder1, attn_decoder1, 75000, print_every=5000)`.
-STEPS = 25,000 is not the tutorial's: it is what Carton's lecture (CS 780/880 Lecture 18, 2023) runs with the same
-code, `trainIters(..., 25000, print_every=5000)`. One quirk is a bug the baseline keeps on purpose: `train_step`'s
+`trainIters(encoder1, attn_decoder1, 75000, print_every=5000)`. Its `trainIters` and `evaluate()`, which only
+the benchmarks run, are in benchmarks/classic_run.py. One quirk is a bug the baseline keeps on purpose: `train_step`'s
 reported loss divides by the whole target length even after free running stopped early (see there; appendix A6).
 """
 from __future__ import annotations
 
 import random
-import time
 from typing import NamedTuple
 
 import torch
@@ -23,13 +21,12 @@ from torch import nn
 
 from course_utils.vocab import EOS_ID, MAX_LENGTH, SOS_ID
 
-__all__ = ["HIDDEN_SIZE", "LEARNING_RATE", "STEPS", "ClassicEncoder", "ClassicAttnDecoder", "ClassicModel",
-           "make_classic", "train_step", "ClassicRun", "train_classic", "classic_translate"]
+__all__ = ["HIDDEN_SIZE", "LEARNING_RATE", "ClassicEncoder", "ClassicAttnDecoder", "ClassicModel", "make_classic",
+           "train_step"]
 
 HIDDEN_SIZE = 256
 LEARNING_RATE = 0.01
 _TEACHER_FORCING_RATIO = 0.5
-STEPS = 25_000  # single-pair steps of the baseline run, as Carton's lecture (the tutorial runs 75,000)
 
 
 class ClassicEncoder(nn.Module):
@@ -115,57 +112,3 @@ def train_step(model: ClassicModel, optimizers, src_ids: list[int], tgt_ids: lis
     # The tutorial's bug, kept on purpose: divided by the whole target length even when the loop above broke at a
     # predicted <eos> after `steps` < T tokens; the real mean per scored token is loss.item() / steps.
     return loss.item() / tgt.size(0), steps
-
-
-class ClassicRun(NamedTuple):
-    """What `train_classic` returns: the model, the training time and what it computed. Introduced in notebook 05."""
-    model: ClassicModel
-    seconds: float
-    target_tokens: int  # decoder steps actually computed (teacher-forced steps run the whole target)
-    steps: int
-
-
-def train_classic(train_id_pairs: list[tuple[list[int], list[int]]], src_vocab_size: int, tgt_vocab_size: int,
-                  steps: int = STEPS, seed: int = 0, time_limit: float | None = None,
-                  progress: bool = True) -> ClassicRun:
-    """The tutorial's `trainIters`: `steps` random pairs, one SGD step each, or until `time_limit` seconds have passed
-    (no loss printing or plotting). Introduced in notebook 05."""
-    random.seed(seed)
-    model = make_classic(src_vocab_size, tgt_vocab_size, seed)
-    optimizers = [torch.optim.SGD(part.parameters(), lr=LEARNING_RATE) for part in model]
-    chosen = [random.choice(train_id_pairs) for _ in range(steps)]
-    from tqdm.auto import tqdm
-    tokens, start, done = 0, time.perf_counter(), 0
-    bar = tqdm(total=steps, desc="classic", leave=False, disable=not progress)
-    for src_ids, tgt_ids in chosen:
-        tokens += train_step(model, optimizers, src_ids, tgt_ids)[1]
-        done += 1
-        bar.update(1)
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            break
-    bar.close()
-    return ClassicRun(model, time.perf_counter() - start, tokens, done)
-
-
-@torch.no_grad()
-def classic_translate(model: ClassicModel, src_ids: list[int]) -> list[int]:
-    """The tutorial's `evaluate()`, in eval mode: greedy, at most MAX_LENGTH ids (no EOS; the tutorial appends
-    '<EOS>' to its words). Introduced in notebook 05."""
-    encoder, decoder = model
-    encoder.eval(), decoder.eval()
-    src_ids = src_ids[:MAX_LENGTH]
-    hidden = torch.zeros(1, 1, HIDDEN_SIZE)
-    encoder_outputs = torch.zeros(MAX_LENGTH, HIDDEN_SIZE)  # (L, H)
-    for i, index in enumerate(src_ids):
-        output, hidden = encoder(torch.tensor([index]), hidden)
-        encoder_outputs[i] = output[0, 0]
-    token, out = torch.tensor([[SOS_ID]]), []
-    for _ in range(MAX_LENGTH):
-        log_probs, hidden, _ = decoder(token, hidden, encoder_outputs)
-        index = int(log_probs.argmax())
-        if index == EOS_ID:
-            break
-        out.append(index)
-        token = torch.tensor([[index]])
-    encoder.train(), decoder.train()
-    return out

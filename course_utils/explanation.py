@@ -18,7 +18,7 @@ from course_utils.seq2seq import Seq2Seq, Seq2SeqOutput, Translator, teacher_for
 from course_utils.translate import translate_batch
 from course_utils.vocab import EOS_TOKEN
 
-__all__ = ["forced_batch", "attributions", "kendall_tau", "rank_agreement", "Erasure", "erasure_effects",
+__all__ = ["forced_batch", "attributions", "kendall_tau", "Erasure", "erasure_effects",
            "REPLACEMENTS", "sink_mass", "EosMaskedSeq2Seq", "rank_agreements", "bleu_with_attention", "mean_sink_mass"]
 
 
@@ -91,7 +91,7 @@ def kendall_tau(x: Tensor, y: Tensor) -> float:
     return float((dx * dy).sum()) / denominator if denominator else float("nan")
 
 
-def rank_agreement(attention: Tensor, importance: Tensor) -> float:
+def _rank_agreement(attention: Tensor, importance: Tensor) -> float:
     """Mean Kendall tau over the rows of attention (T, S) and importance (T, S), nan rows skipped."""
     if attention.shape != importance.shape:
         raise ValueError(f"attention {tuple(attention.shape)} and importance {tuple(importance.shape)} differ: "
@@ -239,7 +239,7 @@ def rank_agreements(model: Seq2Seq, src_vocab, tgt_vocab, pairs: Sequence) -> di
         attention, loo = weights[:, :-1], _leave_one_out(model, src, out)  # (T, S - 1) each
         saliency = attributions(model, src, out)[:, :-1]  # (T, S - 1)
         for key, (a, b) in zip(sums, ((attention, loo), (attention, saliency), (saliency, loo))):
-            sums[key].append(rank_agreement(a, b))
+            sums[key].append(_rank_agreement(a, b))
     return {key: sum(values) / len(values) if values else float("nan") for key, values in sums.items()}
 
 

@@ -19,11 +19,10 @@ from course_utils.loss import masked_nll_loss
 from course_utils.seq2seq import Seq2Seq, teacher_forced_input
 from course_utils.vocab import SOS_ID
 
-__all__ = ["Key", "Item", "Timing", "thread_count", "time_calls", "decoder_step_calls", "forward_backward",
-           "tokens_per_second"]
+__all__ = ["Timing", "thread_count", "time_calls", "decoder_step_calls", "forward_backward", "tokens_per_second"]
 
-Key = TypeVar("Key", bound=Hashable)
-Item = TypeVar("Item")
+_Key = TypeVar("_Key", bound=Hashable)
+_Item = TypeVar("_Item")
 
 
 @dataclass
@@ -55,8 +54,8 @@ def thread_count(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def time_calls(calls: Mapping[Key, Callable[[], Any]], rounds: int, warmup: int = 1, threads: int | None = 1,
-               grad: bool = False) -> dict[Key, Timing]:
+def time_calls(calls: Mapping[_Key, Callable[[], Any]], rounds: int, warmup: int = 1, threads: int | None = 1,
+               grad: bool = False) -> dict[_Key, Timing]:
     """Time the no-argument calls in turns: `warmup` untimed rounds, then `rounds` timed ones; `threads`: torch's CPU
     threads meanwhile (None: as it is); `grad`: autograd on. Returns {key: Timing}. Introduced in appendix A2."""
     if rounds < 1 or warmup < 0:
@@ -99,8 +98,8 @@ def forward_backward(model: Seq2Seq, batch: Batch, decode: Callable | None = Non
     return loss.item()
 
 
-def tokens_per_second(contenders: Mapping[Key, tuple[Callable[[Item], int], Sequence[Item]]], rounds: int = 3,
-                      warmup: int = 2, threads: int | None = 1) -> dict[Key, float]:
+def tokens_per_second(contenders: Mapping[_Key, tuple[Callable[[_Item], int], Sequence[_Item]]], rounds: int = 3,
+                      warmup: int = 2, threads: int | None = 1) -> dict[_Key, float]:
     """{key: target tokens per second} of (step, items) contenders trained side by side; step(item) trains on one
     item and returns its target tokens. The first `warmup` items are an untimed round; the rest are split into
     `rounds` chunks, round r runs each contender's chunk r (`time_calls`, autograd on). Introduced in appendix A2."""

@@ -1,7 +1,7 @@
 """A small pre-LN encoder-decoder Transformer, a seq2seq.Translator as Seq2Seq is. Introduced in notebook 09, which
 reads it top to bottom. Masks are True where attending is allowed; H is the model width, h heads of Dh = H / h each.
 The decoder's state is its cache of earlier target positions' keys and values per layer, so a `step` costs one
-position. Choosing between the two architectures (build_model, config_from_dict) is course_utils.zoo's.
+position. Choosing between the two architectures is course_utils.zoo's (build_model).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class TransformerConfig:
     """Everything needed to rebuild a TransformerSeq2Seq (checkpoints store it as a dict). Introduced in notebook 09."""
     src_vocab_size: int | None = None  # None in a recipe's template, filled from the vocabularies
     tgt_vocab_size: int | None = None
-    architecture: str = "transformer"  # what config_from_dict dispatches on
+    architecture: str = "transformer"  # what a checkpoint's config names (course_utils.zoo)
     hidden_size: int = 256  # H (d_model): embeddings, attention and the residual stream
     heads: int = 4  # h; each head works in Dh = H / h dimensions
     layers: int = 2  # encoder layers, and as many decoder layers

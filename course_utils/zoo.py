@@ -39,7 +39,7 @@ from course_utils.vocab import Vocab
 if TYPE_CHECKING:
     from course_utils.seq2seq import Translator
 
-__all__ = ["config_from_dict", "build_model", "TrainedModel", "TrainedClassifier", "FAST_EVAL_PAIRS", "FAST_OVERRIDES",
+__all__ = ["build_model", "TrainedModel", "TrainedClassifier", "FAST_EVAL_PAIRS", "FAST_OVERRIDES",
            "NOTEBOOK_MODELS", "notebook_classifiers", "model_path", "training_config", "estimate_seconds", "minutes",
            "training_notice", "train_recipe", "save_checkpoint", "load_checkpoint", "load_or_train", "ArchiveError",
            "export_models", "import_models", "import_from_env"]
@@ -47,7 +47,7 @@ __all__ = ["config_from_dict", "build_model", "TrainedModel", "TrainedClassifier
 _ARCHITECTURES = ("gru", "transformer")  # what a checkpoint's config dict may name; missing means "gru"
 
 
-def config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
+def _config_from_dict(fields: dict) -> ModelConfig | TransformerConfig:
     """A checkpoint's config dict -> TransformerConfig when its "architecture" is "transformer", else ModelConfig."""
     fields = dict(fields)
     architecture = fields.pop("architecture", "gru")
@@ -192,7 +192,7 @@ def _build_translator(payload: dict[str, Any]) -> nn.Module:
         History.from_dict(payload["history"])
     except (TypeError, ValueError) as error:
         raise KeyError(f"history: {error}") from error  # read_checkpoint: "holds a damaged vocabulary or history"
-    config = config_from_dict(payload["model_config"])
+    config = _config_from_dict(payload["model_config"])
     TrainConfig(**payload["train_config"])
     config.check_vocabularies(payload["src_vocab"], payload["tgt_vocab"])
     return build_model(config)
@@ -229,7 +229,7 @@ def load_checkpoint(path: str | os.PathLike, src_vocab: Vocab | None = None, tgt
     expected = {"model_config": dataclasses.asdict(config)} if config is not None else None
     payload, model = _read(Path(path), "translator", expected, {"src_vocab": src_vocab, "tgt_vocab": tgt_vocab})
     return TrainedModel(str(payload["name"]), model.to(target), payload["src_vocab"], payload["tgt_vocab"],
-                        config_from_dict(payload["model_config"]), TrainConfig(**payload["train_config"]),
+                        _config_from_dict(payload["model_config"]), TrainConfig(**payload["train_config"]),
                         History.from_dict(payload["history"]), bool(payload.get("fast", False)))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from course_utils import data
+from course_utils.vocab import Vocab
 
 TINY_CORPUS = """\
 I am tired.\tJe suis fatigué.
@@ -95,3 +96,16 @@ def offline_and_private_data_dir(monkeypatch, tmp_path):
         raise AssertionError("a test tried to use the network")
     monkeypatch.setattr(corpus, "urlopen", refuse)
     monkeypatch.setenv("COURSE_DATA_DIR", str(tmp_path / "data_dir"))
+
+
+_CLASSIC_FRENCH = ["je suis fatigue .", "il est grand .", "nous sommes amis ."]
+_CLASSIC_ENGLISH = ["i am tired .", "he is tall .", "we are friends ."]
+
+
+@pytest.fixture(scope="module")
+def tiny_ids():
+    """For the classic recipe's tests: three (French ids, English ids) pairs, EOS-terminated, and the two
+    vocabulary sizes."""
+    src_vocab, tgt_vocab = Vocab.build(_CLASSIC_FRENCH), Vocab.build(_CLASSIC_ENGLISH)
+    pairs = [(src_vocab.encode(f), tgt_vocab.encode(e)) for f, e in zip(_CLASSIC_FRENCH, _CLASSIC_ENGLISH, strict=True)]
+    return pairs, len(src_vocab), len(tgt_vocab)

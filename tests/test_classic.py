@@ -2,30 +2,18 @@
 
 Its decoder must compute exactly what the package's batch-first exhibit `decoder.AttnDecoderRNN` computes, so the
 benchmarks compare training recipes, not two different models; its training and greedy decoding are checked on a
-three-pair corpus held in memory.
+three-pair corpus held in memory. The tutorial's `trainIters` and `evaluate()`, which the benchmarks run, are
+tested in test_classic_run.py.
 """
-import random
-
 import pytest
 import torch
 from torch.testing import assert_close
 
 from course_utils import classic
 from course_utils.decoder import AttnDecoderRNN
-from course_utils.vocab import EOS_ID, MAX_LENGTH, SOS_ID, Vocab
+from course_utils.vocab import EOS_ID, MAX_LENGTH, SOS_ID
 
 H, V = 16, 13
-
-FRENCH = ["je suis fatigue .", "il est grand .", "nous sommes amis ."]
-ENGLISH = ["i am tired .", "he is tall .", "we are friends ."]
-
-
-@pytest.fixture(scope="module")
-def tiny_ids():
-    """Three (French ids, English ids) pairs, EOS-terminated, and the two vocabulary sizes."""
-    src_vocab, tgt_vocab = Vocab.build(FRENCH), Vocab.build(ENGLISH)
-    pairs = [(src_vocab.encode(f), tgt_vocab.encode(e)) for f, e in zip(FRENCH, ENGLISH, strict=True)]
-    return pairs, len(src_vocab), len(tgt_vocab)
 
 
 def copy_weights(source: torch.nn.Module, target: torch.nn.Module) -> list[str]:
@@ -116,72 +104,10 @@ def test_classic_encoder_token_loop_equals_one_gru_call():
     assert_close(hidden, final)
 
 
-def teacher_forced_loss(model: classic.ClassicModel, pairs) -> float:
-    """Mean per-token NLL of the pairs, teacher-forced, dropout off (the classic modules' own forward passes)."""
-    encoder, decoder = model
-    encoder.eval(), decoder.eval()
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for src_ids, tgt_ids in pairs:
-            hidden = torch.zeros(1, 1, classic.HIDDEN_SIZE)
-            buffer = torch.zeros(MAX_LENGTH, classic.HIDDEN_SIZE)
-            for i, index in enumerate(src_ids):
-                output, hidden = encoder(torch.tensor([index]), hidden)
-                buffer[i] = output[0, 0]
-            token = torch.tensor([[SOS_ID]])
-            for index in tgt_ids:
-                log_probs, hidden, _ = decoder(token, hidden, buffer)
-                total -= log_probs[0, index].item()
-                count += 1
-                token = torch.tensor([[index]])
-    encoder.train(), decoder.train()
-    return total / count
-
-
 def state_dicts(model: classic.ClassicModel) -> dict[str, torch.Tensor]:
     """Copies of both modules' weights, named encoder.<name> and decoder.<name>."""
     return {f"{part}.{name}": value.clone() for part, module in zip(("encoder", "decoder"), model, strict=True)
             for name, value in module.state_dict().items()}
-
-
-def test_training_on_three_pairs_lowers_the_loss_and_learns_them(tiny_ids):
-    pairs, src_size, tgt_size = tiny_ids
-    untrained = classic.train_classic(pairs, src_size, tgt_size, steps=0, seed=0, progress=False)
-    run = classic.train_classic(pairs, src_size, tgt_size, steps=300, seed=0, progress=False)
-    assert untrained.steps == 0 and run.steps == 300
-    before, after = teacher_forced_loss(untrained.model, pairs), teacher_forced_loss(run.model, pairs)
-    assert before > 2.0  # about log(V) before training
-    assert after < 0.1 * before  # about 2.65 -> 0.03 with this seed
-    assert [classic.classic_translate(run.model, src) for src, _ in pairs] == [tgt[:-1] for _, tgt in pairs]
-
-
-def test_train_classic_counts_decoder_steps(tiny_ids):
-    pairs, src_size, tgt_size = tiny_ids
-    run = classic.train_classic(pairs, src_size, tgt_size, steps=20, seed=0, progress=False)
-    longest = max(len(tgt) for _, tgt in pairs)
-    assert run.steps == 20
-    assert 20 <= run.target_tokens <= 20 * longest  # at least one decoder step per pair, at most the whole target
-    assert run.seconds > 0
-
-
-def test_train_classic_is_deterministic_for_a_seed(tiny_ids):
-    pairs, src_size, tgt_size = tiny_ids
-    first = classic.train_classic(pairs, src_size, tgt_size, steps=30, seed=3, progress=False)
-    random.seed(12345)  # global state left by others must not matter: train_classic seeds both generators
-    torch.manual_seed(12345)
-    second = classic.train_classic(pairs, src_size, tgt_size, steps=30, seed=3, progress=False)
-    other = classic.train_classic(pairs, src_size, tgt_size, steps=30, seed=4, progress=False)
-    assert first.target_tokens == second.target_tokens
-    first_state, second_state, other_state = map(state_dicts, (first.model, second.model, other.model))
-    for name, value in first_state.items():
-        assert torch.equal(value, second_state[name]), name
-    assert any(not torch.equal(value, other_state[name]) for name, value in first_state.items())
-
-
-def test_train_classic_stops_at_the_time_limit(tiny_ids):
-    pairs, src_size, tgt_size = tiny_ids
-    run = classic.train_classic(pairs, src_size, tgt_size, steps=1000, seed=0, time_limit=0.0, progress=False)
-    assert run.steps == 1  # the limit is checked after each step
 
 
 @pytest.mark.parametrize("ratio, expect_all_steps", [(1.0, True), (0.0, False)])
@@ -209,20 +135,6 @@ def test_train_step_changes_the_weights_of_both_modules(tiny_ids):
     for part in ("encoder", "decoder"):
         changed = [name for name in before if name.startswith(part) and not torch.equal(before[name], after[name])]
         assert changed, f"no {part} weight changed"
-
-
-def test_classic_translate_is_greedy_bounded_and_restores_training_mode(tiny_ids):
-    pairs, src_size, tgt_size = tiny_ids
-    model = classic.make_classic(src_size, tgt_size, seed=0)
-    with torch.no_grad():
-        model.decoder.out.bias.fill_(-100.0)
-        model.decoder.out.bias[7] = 100.0  # never EOS: the output runs to the MAX_LENGTH cap
-    long_source = [4, 5, 6] * 6  # longer than MAX_LENGTH: truncated to the buffer, not an IndexError
-    assert classic.classic_translate(model, long_source) == [7] * MAX_LENGTH
-    assert model.encoder.training and model.decoder.training
-    with torch.no_grad():
-        model.decoder.out.bias[EOS_ID] = 200.0
-    assert classic.classic_translate(model, pairs[0][0]) == []  # EOS first: nothing, EOS itself not returned
 
 
 def test_make_classic_is_seeded_and_sized(tiny_ids):

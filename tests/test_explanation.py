@@ -11,11 +11,11 @@ from course_utils.explanation import (
     EosMaskedSeq2Seq,
     _erase_word,
     _leave_one_out,
+    _rank_agreement,
     _ReplacedAttention,
     attributions,
     forced_batch,
     kendall_tau,
-    rank_agreement,
     sink_mass,
 )
 from course_utils.runtime import eval_mode
@@ -102,7 +102,7 @@ def test_kendall_tau_by_hand():
     assert kendall_tau(torch.tensor([1.0, 1, 2]), torch.tensor([1.0, 2, 3])) == pytest.approx(2 / math.sqrt(6))
     assert kendall_tau(torch.tensor([1.0, 2, 3]), torch.tensor([3.0, 2, 1])) == pytest.approx(-1)
     assert math.isnan(kendall_tau(torch.ones(3), torch.tensor([1.0, 2, 3])))
-    assert rank_agreement(torch.tensor([[1.0, 2, 3], [1, 1, 1]]), torch.tensor([[1.0, 3, 2], [1, 2, 3]])) == \
+    assert _rank_agreement(torch.tensor([[1.0, 2, 3], [1, 1, 1]]), torch.tensor([[1.0, 3, 2], [1, 2, 3]])) == \
         pytest.approx(1 / 3)  # the tied row is skipped
 
 

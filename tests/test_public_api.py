@@ -113,3 +113,42 @@ def test_the_top_level_holds_the_library_and_the_tooling_lives_in_subpackages():
     assert len((PACKAGE / "__main__.py").read_text().splitlines()) < 12, "__main__ only calls course_utils.cli.main"
     assert not (PACKAGE / "site").exists(), "the site builder is tooling: it lives in tools/, outside the package"
     assert "Used by the package" not in "".join(path.read_text() for path in PACKAGE.rglob("*.py"))
+
+
+def missing_imports(path: Path, source: str) -> list[str]:
+    """'line: module.name' for each name `source` imports from course_utils, or reads as an attribute of a course_utils
+    module it imported, that the module does not have (a lazy import inside a function included)."""
+    tree, modules, missing = ast.parse(source), {}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("course_utils"):
+            owner = importlib.import_module(node.module)
+            for alias in node.names:
+                if importlib.util.find_spec(f"{node.module}.{alias.name}") if node.module == "course_utils" or \
+                        node.module.endswith(".fast") else False:
+                    modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                elif not hasattr(owner, alias.name):
+                    missing.append(f"{path}:{node.lineno}: {node.module}.{alias.name}")
+    rebound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    rebound |= {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}  # a parameter named like a module
+    for node in ast.walk(tree):
+        name = node.value.id if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) else None
+        if name in modules and name not in rebound and isinstance(node.ctx, ast.Load) \
+                and not hasattr(importlib.import_module(modules[name]), node.attr):
+            missing.append(f"{path}:{node.lineno}: {modules[name]}.{node.attr}")
+    return missing
+
+
+def test_every_name_the_repository_takes_from_the_package_exists():
+    """A benchmark, tool or test that imports a name the package no longer has fails only when it runs; this reads
+    them all."""
+    files = [path for folder in ("course_utils", "benchmarks", "tools", "tests")
+             for path in (ROOT / folder).rglob("*.py")]
+    missing = [line for path in sorted(files) for line in missing_imports(path.relative_to(ROOT), path.read_text())]
+    assert not missing, missing
+
+
+def test_the_import_reader_sees_a_name_and_an_attribute_the_package_does_not_have():
+    source = ("def f():\n    from course_utils.recipes import get_recipe, train_recipe\n"
+              "from course_utils import classic\nclassic.make_classic\nclassic.train_classic\n")
+    assert missing_imports(Path("x.py"), source) == ["x.py:2: course_utils.recipes.train_recipe",
+                                                     "x.py:5: course_utils.classic.train_classic"]

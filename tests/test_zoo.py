@@ -99,12 +99,12 @@ def test_training_and_checkpoints_rebuild_the_right_architecture(tiny_course_dat
 def test_a_config_dict_without_architecture_is_the_gru_model():
     gru = ModelConfig(10, 12, hidden_size=8, embedding_size=8)
     fields = dataclasses.asdict(gru)
-    assert "architecture" not in fields and zoo.config_from_dict(fields) == gru
+    assert "architecture" not in fields and zoo._config_from_dict(fields) == gru
     assert isinstance(zoo.build_model(gru), Seq2Seq)
     transformer = TransformerConfig(10, 12, hidden_size=8, heads=2)
-    assert zoo.config_from_dict(dataclasses.asdict(transformer)) == transformer
+    assert zoo._config_from_dict(dataclasses.asdict(transformer)) == transformer
     with pytest.raises(ValueError, match="unknown architecture"):
-        zoo.config_from_dict({"architecture": "lstm"})
+        zoo._config_from_dict({"architecture": "lstm"})
 
 
 def test_a_gru_checkpoint_that_calls_the_location_slots_max_length_still_loads(tiny_course_data, tmp_path):
