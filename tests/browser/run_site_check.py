@@ -53,13 +53,14 @@ RESOURCES_JS = ("return performance.getEntriesByType('resource').map(e => e.name
                 ".filter(n => !n.startsWith('file:') && !n.startsWith('data:') && !n.startsWith('blob:'));")
 
 
-def check_page_hygiene(browser: WebDriver, page: str) -> None:
-    """No request left the machine and the console has no error (a missing file, a script error)."""
+def check_page_hygiene(browser: WebDriver, page: str, ignore: tuple[str, ...] = ()) -> None:
+    """No request left the machine and the console has no error (a missing file, a script error) but for messages
+    containing one of `ignore` (MathJax 2's MathJax_Blank probe font, about:blank, is ignored by design)."""
     remote = browser.run_js(RESOURCES_JS)
     if remote:
         raise CheckFailed(f"{page} requested resources outside the site: {remote[:5]}")
     errors = [entry["message"] for entry in browser.console() if entry.get("level") == "SEVERE"
-              and "about:blank" not in entry["message"]]  # MathJax 2's MathJax_Blank probe font, by design
+              and not any(known in entry["message"] for known in ("about:blank", *ignore))]
     if errors:
         raise CheckFailed(f"{page}: errors in the browser console: {errors[:5]}")
 
