@@ -1,4 +1,4 @@
-"""The box-and-arrow layouts, as data, that `diagrams.diagram_spec` fills in from a forward pass.
+"""The box-and-arrow layouts, as data, that `diagrams._diagram_spec` fills in from a forward pass.
 
 Node: (key, text or module name, x, y, kind). Edge: (start, end, name, symbols, source row); the source row (module,
 call, "inputs" | "outputs", i) names the traced tensor that gives the arrow its shape; footnotes have no arrow. A

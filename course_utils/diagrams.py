@@ -1,6 +1,6 @@
 """Architecture diagrams drawn from a real forward pass: every arrow is a tensor, labelled with the shape it had.
 
-`diagram_spec` traces a Seq2Seq built from a ModelConfig on one batch (step 0 of the decoder) and reads every label
+`_diagram_spec` traces a Seq2Seq built from a ModelConfig on one batch (step 0 of the decoder) and reads every label
 off the trace; the letters (B, S, 2H, ...) are checked against the numbers. Box positions are data, in
 `diagram_layouts`. Introduced in notebooks 02 (encoder), 03 (Bahdanau step) and 04 (Luong step).
 """
@@ -22,7 +22,7 @@ from course_utils.seq2seq import LUONG_SCORES, ModelConfig, Seq2Seq
 from course_utils.shapes import ShapeTrace, trace_shapes
 from course_utils.vocab import EOS_ID, PAD_ID
 
-__all__ = ["Node", "Edge", "DiagramSpec", "diagram_spec", "diagram_explorer"]
+__all__ = ["Node", "Edge", "diagram_explorer"]
 
 _PARTS = ("encoder", "decoder")
 _CONTROLLED = ("embedding_size", "hidden_size", "bidirectional", "attention", "input_feeding")  # explorer's fields
@@ -53,7 +53,7 @@ class Edge(NamedTuple):
     feedback: bool = False  # drawn as a dashed curve (Luong's input feeding)
 
 
-class DiagramSpec(NamedTuple):
+class _DiagramSpec(NamedTuple):
     """What `_draw_diagram` draws; footnotes are tensors with no arrow. Introduced in notebook 02."""
 
     part: str
@@ -121,8 +121,8 @@ def _example_batch(config: ModelConfig, batch_size: int, source_length: int, tar
     return src, lengths, tgt
 
 
-def diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_length: int = 5,
-                 target_length: int = 3) -> DiagramSpec:
+def _diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_length: int = 5,
+                 target_length: int = 3) -> _DiagramSpec:
     """The diagram of `part` ("encoder" or "decoder") for `config`, read off a traced batch. Introduced in notebook 02.
 
     The batch has B sentences of at most S source and T target tokens; the decoder runs its step loop as in
@@ -152,10 +152,10 @@ def diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_len
                  layouts[0]["footnotes"]]
     shown = "BSEHK" if part == "encoder" else "BSTEHKV"
     title = f"{title}   ({', '.join(f'{letter}={sizes[letter]}' for letter in shown)})"
-    return DiagramSpec(part, title, nodes, edges, footnotes, sizes, trace)
+    return _DiagramSpec(part, title, nodes, edges, footnotes, sizes, trace)
 
 
-def _footnote(spec: DiagramSpec) -> str:
+def _footnote(spec: _DiagramSpec) -> str:
     s = spec.sizes
     if spec.part == "encoder":
         batch_sizes = _edge_label(spec.footnotes[0], s).replace("\n", " ")
@@ -165,8 +165,8 @@ def _footnote(spec: DiagramSpec) -> str:
     return f"Shown: step 0 of T = {s['T']}. The T steps stacked: {steps}. A = {s['A']} (attention size)."
 
 
-def _draw_diagram(spec: DiagramSpec) -> Figure:
-    """Draw a DiagramSpec on a Figure made without pyplot: inputs blue, modules yellow, ops grey, outputs green."""
+def _draw_diagram(spec: _DiagramSpec) -> Figure:
+    """Draw a _DiagramSpec on a Figure made without pyplot: inputs blue, modules yellow, ops grey, outputs green."""
     xs, ys = [n.x for n in spec.nodes], [n.y for n in spec.nodes]
     unit = 0.62  # inches per layout unit
     fig = Figure(figsize=((max(xs) - min(xs) + 3.2) * unit, (max(ys) - min(ys) + 2.4) * unit))
@@ -196,7 +196,7 @@ class _DiagramState(NamedTuple):
     """The diagram for one setting of the controls: a spec, or a message saying why there is none."""
 
     message: str
-    spec: DiagramSpec | None
+    spec: _DiagramSpec | None
 
 
 def _diagram_state(part: str, batch_size: int, source_length: int, target_length: int,
@@ -209,7 +209,7 @@ def _diagram_state(part: str, batch_size: int, source_length: int, target_length
     if base["attention"] not in LUONG_SCORES:
         base["input_feeding"] = False
     try:
-        return _DiagramState("", diagram_spec(part, ModelConfig(**base), batch_size, source_length, target_length))
+        return _DiagramState("", _diagram_spec(part, ModelConfig(**base), batch_size, source_length, target_length))
     except ValueError as error:
         return _DiagramState(str(error), None)
 

@@ -17,6 +17,7 @@ from course_utils.attention import ATTENTION_SCORES, make_attention  # noqa: E40
 from course_utils.diagram_layouts import SCORES  # noqa: E402
 from course_utils.diagrams import (  # noqa: E402
     _diagram_config,
+    _diagram_spec,
     _diagram_state,
     _DiagramExplorer,
     _draw_diagram,
@@ -26,7 +27,6 @@ from course_utils.diagrams import (  # noqa: E402
     _parse_shapes,
     _show_diagram,
     diagram_explorer,
-    diagram_spec,
 )
 from course_utils.seq2seq import LUONG_SCORES, Seq2Seq  # noqa: E402
 from course_utils.shapes import trace_shapes  # noqa: E402
@@ -49,11 +49,11 @@ IDS = [f"{part}-{settings.get('attention', '')}-{'bi' if settings.get('bidirecti
 
 
 def spec_for(part, settings, B, S, T):
-    return diagram_spec(part, _diagram_config(**settings), B, S, T)
+    return _diagram_spec(part, _diagram_config(**settings), B, S, T)
 
 
 def independent_trace(config, B, S, T):
-    """Trace the same model and batch again, outside diagram_spec."""
+    """Trace the same model and batch again, outside _diagram_spec."""
     model = Seq2Seq(dataclasses.replace(config, dropout=0.0)).eval()
     src, lengths, tgt = _example_batch(config, B, S, T)
     return {(row.name, row.call): row for row in trace_shapes(model, src, lengths, tgt, teacher_forcing_ratio=0.0)}
@@ -62,7 +62,7 @@ def independent_trace(config, B, S, T):
 @pytest.mark.parametrize("part, settings, B, S, T", CASES, ids=IDS)
 def test_every_label_is_the_traced_shape_and_matches_its_letters(part, settings, B, S, T):
     config = _diagram_config(**settings)
-    spec = diagram_spec(part, config, B, S, T)
+    spec = _diagram_spec(part, config, B, S, T)
     rows = independent_trace(config, B, S, T)
     assert spec.edges and spec.footnotes
     for tensor in spec.tensors:
@@ -250,4 +250,4 @@ def test_the_explorer_accepts_a_notebooks_config():
     config = _diagram_config(attention="bahdanau", bidirectional=True, embedding_size=24, hidden_size=32)
     ui = diagram_explorer("decoder", config, batch_size=3, source_length=9)
     assert isinstance(ui, _DiagramExplorer) and ui.hidden_size.value == 32 and ui.bidirectional.value
-    assert ui.state().spec.sizes == diagrams.diagram_spec("decoder", config, 3, 9, 3).sizes
+    assert ui.state().spec.sizes == diagrams._diagram_spec("decoder", config, 3, 9, 3).sizes
