@@ -22,15 +22,15 @@ from course_utils.seq2seq import LUONG_SCORES, ModelConfig, Seq2Seq
 from course_utils.shapes import ShapeTrace, trace_shapes
 from course_utils.vocab import EOS_ID, PAD_ID
 
-__all__ = ["Node", "Edge", "diagram_explorer"]
+__all__ = ["diagram_explorer"]
 
 _PARTS = ("encoder", "decoder")
 _CONTROLLED = ("embedding_size", "hidden_size", "bidirectional", "attention", "input_feeding")  # explorer's fields
 _COLORS = {"input": "#e8f0fe", "module": "#fff4d6", "op": "#eeeeee", "output": "#e6f4ea"}
 
 
-class Node(NamedTuple):
-    """A box: a module (its real sizes in `text`), an operation, an input or an output. Introduced in notebook 02."""
+class _Node(NamedTuple):
+    """A box: a module (its real sizes in `text`), an operation, an input or an output."""
 
     key: str  # what edges refer to
     text: str  # e.g. "bridge\nLinear(32, 16)"
@@ -39,8 +39,8 @@ class Node(NamedTuple):
     kind: str  # "input" | "module" | "op" | "output"
 
 
-class Edge(NamedTuple):
-    """An arrow carrying one tensor, with its traced shape. Introduced in notebook 02.
+class _Edge(NamedTuple):
+    """An arrow carrying one tensor, with its traced shape.
 
     `source` = (module name, call, "inputs" | "outputs", i): the i-th tensor of that trace row."""
 
@@ -54,18 +54,18 @@ class Edge(NamedTuple):
 
 
 class _DiagramSpec(NamedTuple):
-    """What `_draw_diagram` draws; footnotes are tensors with no arrow. Introduced in notebook 02."""
+    """What `_draw_diagram` draws; footnotes are tensors with no arrow."""
 
     part: str
     title: str
-    nodes: list[Node]
-    edges: list[Edge]
-    footnotes: list[Edge]
+    nodes: list[_Node]
+    edges: list[_Edge]
+    footnotes: list[_Edge]
     sizes: dict[str, int]
     trace: ShapeTrace
 
     @property
-    def tensors(self) -> list[Edge]:
+    def tensors(self) -> list[_Edge]:
         """Every labelled tensor: the edges, then the footnotes."""
         return self.edges + self.footnotes
 
@@ -88,7 +88,7 @@ def _evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
     return tuple(sum(term(t) for t in dim.split("+")) for dim in symbols.split(","))
 
 
-def _edge_label(edge: Edge, sizes: dict[str, int]) -> str:
+def _edge_label(edge: _Edge, sizes: dict[str, int]) -> str:
     """'keys (2, 5, 32)\n(B, S, 2H)': the name, the traced shape, the letters (K shown as 2H or H, D as 2 or 1)."""
     two = sizes["D"] == 2
     letters = re.sub(r"\bD\b", "2" if two else "1", re.sub(r"\bK\b", "2H" if two else "H", edge.symbols))
@@ -122,8 +122,8 @@ def _example_batch(config: ModelConfig, batch_size: int, source_length: int, tar
 
 
 def _diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_length: int = 5,
-                 target_length: int = 3) -> _DiagramSpec:
-    """The diagram of `part` ("encoder" or "decoder") for `config`, read off a traced batch. Introduced in notebook 02.
+                  target_length: int = 3) -> _DiagramSpec:
+    """The diagram of `part` ("encoder" or "decoder") for `config`, read off a traced batch.
 
     The batch has B sentences of at most S source and T target tokens; the decoder runs its step loop as in
     generation. The global random state is kept. Raises ValueError for a part or attention without a diagram."""
@@ -144,11 +144,11 @@ def _diagram_spec(part: str, config: ModelConfig, batch_size: int = 2, source_le
     title, layouts = layouts_for(part, config.attention, config.input_feeding, model.encoder.bridge is not None)
     cells = {(row.name, row.call): row for row in trace}
     traced = lambda source: _parse_shapes(getattr(cells[source[:2]], source[2]))[source[3]]  # (name, call, io, i)
-    nodes = [Node(key, _module_text(model, text) if kind == "module" else text, x, y, kind)
+    nodes = [_Node(key, _module_text(model, text) if kind == "module" else text, x, y, kind)
              for layout in layouts for key, text, x, y, kind in layout["nodes"]]
-    edges = [Edge(a, b, name, symbols, traced(source), source, feedback=b == "cat1" and a == "combine")
+    edges = [_Edge(a, b, name, symbols, traced(source), source, feedback=b == "cat1" and a == "combine")
              for layout in layouts for a, b, name, symbols, source in layout["edges"]]
-    footnotes = [Edge("", "", name, symbols, traced(source), source) for name, symbols, source in
+    footnotes = [_Edge("", "", name, symbols, traced(source), source) for name, symbols, source in
                  layouts[0]["footnotes"]]
     shown = "BSEHK" if part == "encoder" else "BSTEHKV"
     title = f"{title}   ({', '.join(f'{letter}={sizes[letter]}' for letter in shown)})"
@@ -293,7 +293,7 @@ class _DiagramExplorer:
 
 def diagram_explorer(part: str = "encoder", config: ModelConfig | None = None, batch_size: int = 2,
                      source_length: int = 5, target_length: int = 3, **settings):
-    """The _DiagramExplorer, or without ipywidgets (with a note) the static Figure. Introduced in notebook 02."""
+    """The _DiagramExplorer, or without ipywidgets (with a note) the static Figure."""
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
