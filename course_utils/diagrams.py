@@ -1,7 +1,7 @@
 """Architecture diagrams drawn from a real forward pass: every arrow is a tensor, labelled with the shape it had.
 
 `_diagram_spec` traces a Seq2Seq built from a ModelConfig on one batch (step 0 of the decoder) and reads every label
-off the trace; the letters (B, S, 2H, ...) are checked against the numbers. Box positions are data, in
+off the trace (the tests check its letters, B, S, 2H, ..., against the numbers). Box positions are data, in
 `diagram_layouts`. Introduced in notebooks 02 (encoder), 03 (Bahdanau step) and 04 (Luong step).
 """
 from __future__ import annotations
@@ -78,14 +78,6 @@ def _diagram_config(src_vocab_size: int = 30, tgt_vocab_size: int = 40, **settin
 def _parse_shapes(cell: str) -> list[tuple[int, ...]]:
     """The tensor shapes in one trace cell, in order: "((2, 1, 8), (1, 2, 8))" -> [(2, 1, 8), (1, 2, 8)]."""
     return [tuple(int(n) for n in group.replace(",", " ").split()) for group in re.findall(r"\(([\d, ]*)\)", cell)]
-
-
-def _evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
-    """"B, S, E+K" with sizes -> (2, 5, 40): terms are a number, a letter or both ("2H")."""
-    def term(text: str) -> int:
-        count, name = re.fullmatch(r"(\d*)([A-Za-z_]*)", text.strip()).groups()
-        return int(count or 1) * (sizes[name] if name else 1)
-    return tuple(sum(term(t) for t in dim.split("+")) for dim in symbols.split(","))
 
 
 def _edge_label(edge: _Edge, sizes: dict[str, int]) -> str:

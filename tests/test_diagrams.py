@@ -2,6 +2,7 @@
 import base64
 import dataclasses
 import io
+import re
 import sys
 import warnings
 
@@ -22,7 +23,6 @@ from course_utils.diagrams import (  # noqa: E402
     _DiagramExplorer,
     _draw_diagram,
     _edge_label,
-    _evaluate_symbols,
     _example_batch,
     _parse_shapes,
     _show_diagram,
@@ -48,6 +48,14 @@ IDS = [f"{part}-{settings.get('attention', '')}-{'bi' if settings.get('bidirecti
        for part, settings, B, S, T in CASES]
 
 
+def evaluate_symbols(symbols: str, sizes: dict[str, int]) -> tuple[int, ...]:
+    """"B, S, E+K" (an edge's symbols) with sizes -> (2, 5, 40): terms are a number, a letter or both ("2H")."""
+    def term(text: str) -> int:
+        count, name = re.fullmatch(r"(\d*)([A-Za-z_]*)", text.strip()).groups()
+        return int(count or 1) * (sizes[name] if name else 1)
+    return tuple(sum(term(t) for t in dim.split("+")) for dim in symbols.split(","))
+
+
 def spec_for(part, settings, B, S, T):
     return _diagram_spec(part, _diagram_config(**settings), B, S, T)
 
@@ -69,7 +77,7 @@ def test_every_label_is_the_traced_shape_and_matches_its_letters(part, settings,
         name, call, io_, index = tensor.source
         assert call == 0, "step 0: each module's first call"
         assert tensor.shape == _parse_shapes(getattr(rows[name, call], io_))[index], tensor
-        assert _evaluate_symbols(tensor.symbols, spec.sizes) == tensor.shape, tensor  # the letters say the same
+        assert evaluate_symbols(tensor.symbols, spec.sizes) == tensor.shape, tensor  # the letters say the same
         assert str(tensor.shape[-1]) in _edge_label(tensor, spec.sizes)
     H = settings.get("hidden_size", 16)
     assert spec.sizes | {"B": B, "S": S, "T": T, "H": H} == spec.sizes
@@ -183,7 +191,7 @@ def test_parse_shapes_reads_every_trace_format():
     assert _parse_shapes("PackedSequence(data=(9, 8), batch_sizes=(5,))") == [(9, 8), (5,)]
     assert _parse_shapes("AttentionOutput(context=(2, 8), weights=(2, 4))") == [(2, 8), (2, 4)]
     assert _parse_shapes("(2, 3, 8), (2, 4, 8), (2, 4), None") == [(2, 3, 8), (2, 4, 8), (2, 4)]
-    assert _evaluate_symbols("B, 1, E+2H", dict(B=2, E=3, H=5)) == (2, 1, 13)
+    assert evaluate_symbols("B, 1, E+2H", dict(B=2, E=3, H=5)) == (2, 1, 13)
 
 
 # ------------------------------------------------------------------------ the widget, driven like a user
