@@ -15,7 +15,6 @@ from course_utils.exercises.questions import (
     QUESTIONS,
     SITE_COMMAND,
     Question,
-    format_shape,
     notebook_id,
     questions_markdown,
     show_questions,
@@ -40,6 +39,11 @@ def sentences(text: str) -> list[str]:
     """The sentences of an answer, code spans left out (a `.` token or `exp(-inf)` ends none)."""
     prose = re.sub(r"`[^`]*`", "CODE", text)
     return [part for part in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", prose.strip()) if part]
+
+
+def format_shape(shape: tuple[int, ...]) -> str:
+    """A shape as the course writes it: (4, 7, 512), (3,), () for a scalar."""
+    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
 
 
 def test_every_notebook_has_three_or_four_questions_of_both_kinds():

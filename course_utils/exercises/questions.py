@@ -35,11 +35,6 @@ class Question:
             raise ValueError("a shape question needs `shapes` and `compute`; a concept question has neither")
 
 
-def format_shape(shape: tuple[int, ...]) -> str:
-    """A shape as the course writes it: (4, 7, 512), (3,), () for a scalar."""
-    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
-
-
 # ------------------------------------------------------------------------------------------- the questions
 def _shape(notebook: str, prompt: str, answer: str, shapes: Shapes, compute: Callable[[], Shapes]) -> Question:
     return Question(notebook, "shape", prompt, answer, shapes, compute)
