@@ -285,7 +285,7 @@ class _DiagramExplorer:
 
 def diagram_explorer(part: str = "encoder", config: ModelConfig | None = None, batch_size: int = 2,
                      source_length: int = 5, target_length: int = 3, **settings):
-    """The _DiagramExplorer, or without ipywidgets (with a note) the static Figure."""
+    """The _DiagramExplorer, or without ipywidgets (with a note) the static Figure. Introduced in notebook 02."""
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
