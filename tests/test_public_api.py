@@ -4,6 +4,7 @@ notebook, the exercises, the command line, a benchmark or the tools). A name onl
 underscore. The command line, the exercises and the bootstrap are not library and are not checked here."""
 import ast
 import importlib
+import importlib.util
 import json
 import re
 import sys
@@ -122,9 +123,8 @@ def missing_imports(path: Path, source: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("course_utils"):
             owner = importlib.import_module(node.module)
-            for alias in node.names:
-                if importlib.util.find_spec(f"{node.module}.{alias.name}") if node.module == "course_utils" or \
-                        node.module.endswith(".fast") else False:
+            for alias in node.names:  # from a package, a name may be a submodule: its attributes are checked below
+                if hasattr(owner, "__path__") and importlib.util.find_spec(f"{node.module}.{alias.name}"):
                     modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
                 elif not hasattr(owner, alias.name):
                     missing.append(f"{path}:{node.lineno}: {node.module}.{alias.name}")
